@@ -1,0 +1,11 @@
+//! VRAM Doctor: GPU memory planner, monitor and doctor.
+//!
+//! Layers (see `DESIGN.md` in the shared notes): `ui` and `cli` sit on top and stay thin; the domain
+//! layers below them (`plan`, `memory`, `catalog`, …) never import egui and are plain data in,
+//! plain data out.
+
+pub mod catalog;
+pub mod cli;
+pub mod memory;
+pub mod plan;
+pub mod units;

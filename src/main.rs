@@ -1,0 +1,3 @@
+fn main() {
+    println!("vram-doctor: under construction");
+}

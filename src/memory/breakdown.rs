@@ -1,0 +1,120 @@
+//! The result of an estimate: named components and the three peak figures users can measure.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a component's bytes show up, which decides which measured figure it belongs to
+/// (`DESIGN.md`, "compare like with like").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// Live tensors: what `torch.cuda.max_memory_allocated` counts (or a llama.cpp buffer).
+    Tensor,
+    /// Caching-allocator slack: the extra in `torch.cuda.max_memory_reserved`.
+    Allocator,
+    /// CUDA context, kernels and library workspaces outside the allocator: the rest of what
+    /// nvidia-smi shows for the process.
+    Process,
+    /// Memory held by other programs on the same card.
+    External,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Component {
+    /// A standard id (`weights`, `kv_cache`, …; see `DESIGN.md`).
+    pub id: String,
+    pub label: String,
+    pub bytes: u64,
+    #[serde(skip)]
+    pub layer: Option<Layer>,
+}
+
+/// Peak memory per GPU in the three ways users measure it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Peak {
+    pub tensors_bytes: u64,
+    pub reserved_bytes: u64,
+    pub process_bytes: u64,
+}
+
+/// An estimate: per-GPU components, their peaks, and what the card offers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    pub capacity_bytes: u64,
+    pub components: Vec<Component>,
+    pub peak: Peak,
+    pub warnings: Vec<String>,
+}
+
+impl Breakdown {
+    pub fn new(capacity_bytes: u64) -> Self {
+        Breakdown { capacity_bytes, ..Default::default() }
+    }
+
+    /// Adds a component (zero-byte ones are kept out of the list) and updates the peaks.
+    pub fn add(&mut self, id: &str, label: &str, bytes: f64, layer: Layer) {
+        let bytes = if bytes.is_finite() && bytes > 0.0 { bytes.round().min(u64::MAX as f64) as u64 } else { 0 };
+        if bytes == 0 {
+            return;
+        }
+        self.components.push(Component { id: id.into(), label: label.into(), bytes, layer: Some(layer) });
+        self.recompute();
+    }
+
+    pub fn warn(&mut self, w: impl Into<String>) {
+        self.warnings.push(w.into());
+    }
+
+    fn recompute(&mut self) {
+        let sum = |l: Layer| -> u64 {
+            self.components.iter().filter(|c| c.layer == Some(l)).map(|c| c.bytes).fold(0u64, u64::saturating_add)
+        };
+        let t = sum(Layer::Tensor);
+        let r = t.saturating_add(sum(Layer::Allocator));
+        let p = r.saturating_add(sum(Layer::Process));
+        self.peak = Peak { tensors_bytes: t, reserved_bytes: r, process_bytes: p };
+    }
+
+    /// Bytes of one component, zero when absent.
+    pub fn get(&self, id: &str) -> u64 {
+        self.components.iter().filter(|c| c.id == id).map(|c| c.bytes).sum()
+    }
+
+    /// Memory other programs hold on the card.
+    pub fn external_bytes(&self) -> u64 {
+        self.components.iter().filter(|c| c.layer == Some(Layer::External)).map(|c| c.bytes).sum()
+    }
+
+    /// What the card must hold: this process plus everyone else.
+    pub fn required_bytes(&self) -> u64 {
+        self.peak.process_bytes.saturating_add(self.external_bytes())
+    }
+
+    pub fn fits(&self) -> bool {
+        self.required_bytes() <= self.capacity_bytes
+    }
+
+    /// Free bytes left on the card at the peak (negative when it does not fit).
+    pub fn headroom_bytes(&self) -> i128 {
+        i128::from(self.capacity_bytes) - i128::from(self.required_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peaks_stack_by_layer() {
+        let mut b = Breakdown::new(1000);
+        b.add("weights", "Model weights", 500.0, Layer::Tensor);
+        b.add("allocator_overhead", "Allocator", 50.0, Layer::Allocator);
+        b.add("cuda_context", "CUDA context", 300.0, Layer::Process);
+        b.add("other_processes", "Other programs", 100.0, Layer::External);
+        b.add("logits", "Logits", -5.0, Layer::Tensor);
+        assert_eq!(b.peak, Peak { tensors_bytes: 500, reserved_bytes: 550, process_bytes: 850 });
+        assert_eq!(b.required_bytes(), 950);
+        assert!(b.fits());
+        assert_eq!(b.headroom_bytes(), 50);
+        assert_eq!(b.components.len(), 4, "non-positive components are dropped");
+    }
+}

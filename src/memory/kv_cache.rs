@@ -1,0 +1,85 @@
+//! KV cache bytes. llama.cpp and vLLM size it exactly as
+//! `tokens × Σ_layers (n_embd_k_gqa·size(type_k) + n_embd_v_gqa·size(type_v))`
+//! (llama.cpp `llama_kv_cache` constructor; vLLM `CacheEngine.get_cache_block_size`), so this is
+//! the one component an estimate can get to the byte.
+
+use super::arch::ModelArch;
+use super::dtype::KvDtype;
+use super::options::Engine;
+
+/// K+V elements per token for one layer. MLA engines (vLLM, llama.cpp since PR #12801) keep the
+/// compressed latent `kv_lora_rank + qk_rope_head_dim` (DeepSeek-V2 paper §2.1.2); transformers
+/// caches the decompressed per-head K (nope+rope) and V.
+fn elements_per_token_layer(a: &ModelArch, engine: Engine) -> f64 {
+    match (&a.mla, engine) {
+        (Some(m), Engine::Vllm | Engine::LlamaCpp) => f64::from(m.kv_lora_rank + m.qk_rope_head_dim),
+        (Some(m), _) => f64::from(a.heads) * f64::from(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim),
+        (None, _) => 2.0 * a.kv_dim(),
+    }
+}
+
+/// Tokens a layer keeps: a sliding-window layer never holds more than its window (llama.cpp's
+/// iSWA cache adds one ubatch of slack: `llama_kv_cache_iswa`, size_swa = window·n_seq + n_ubatch).
+fn tokens_per_layer(a: &ModelArch, layer: u32, tokens: f64, seqs: f64, engine: Engine, ubatch: u32) -> f64 {
+    let Some(w) = a.sliding_window else { return tokens };
+    let global = match a.global_every {
+        Some(n) if n > 0 => (layer + 1) % n == 0,
+        _ => false,
+    };
+    if global {
+        return tokens;
+    }
+    let span = match engine {
+        Engine::LlamaCpp => f64::from(w) * seqs + f64::from(ubatch),
+        _ => f64::from(w) * seqs,
+    };
+    tokens.min(span)
+}
+
+/// KV cache bytes for `seqs` sequences of `seq_len` tokens each (whole model, before any split).
+pub fn kv_cache_bytes(a: &ModelArch, seqs: u32, seq_len: u32, dtype: KvDtype, engine: Engine, ubatch: u32) -> f64 {
+    let per = elements_per_token_layer(a, engine) * dtype.bytes();
+    let tokens = f64::from(seqs) * f64::from(seq_len);
+    (0..a.layers)
+        .map(|l| tokens_per_layer(a, l, tokens, f64::from(seqs), engine, ubatch) * per)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::arch::tests::llama31_8b;
+    use crate::units::MIB;
+
+    #[test]
+    fn open_llama_mha_kv_matches_llama_cpp() {
+        // OpenLLaMA-7B (MHA, 32 layers, 4096 wide): "KV self size = 256.00 MiB" at n_ctx 512
+        // and 1024.00 MiB at 2048 (reference rows gt012, gt013).
+        let mut a = llama31_8b();
+        a.kv_heads = 32;
+        assert_eq!(kv_cache_bytes(&a, 1, 512, KvDtype::Fp16, Engine::LlamaCpp, 512) / MIB, 256.0);
+        assert_eq!(kv_cache_bytes(&a, 1, 2048, KvDtype::Fp16, Engine::LlamaCpp, 512) / MIB, 1024.0);
+    }
+
+    #[test]
+    fn gqa_and_quantized_kv() {
+        let a = llama31_8b();
+        // 32 layers × 2 × 1024 × 2 B = 128 KiB per token.
+        assert_eq!(kv_cache_bytes(&a, 1, 8192, KvDtype::Fp16, Engine::Vllm, 512), 8192.0 * 131072.0);
+        let q8 = kv_cache_bytes(&a, 1, 8192, KvDtype::Q8_0, Engine::LlamaCpp, 512);
+        assert_eq!(q8, 8192.0 * 32.0 * 2048.0 * 34.0 / 32.0);
+        let q4 = kv_cache_bytes(&a, 2, 4096, KvDtype::Q4_0, Engine::LlamaCpp, 512);
+        assert_eq!(q4, 8192.0 * 32.0 * 2048.0 * 18.0 / 32.0);
+    }
+
+    #[test]
+    fn sliding_window_caps_local_layers() {
+        let mut a = llama31_8b();
+        a.layers = 6;
+        a.sliding_window = Some(1024);
+        a.global_every = Some(6); // Gemma 3: 5 local layers, then 1 global
+        let per_layer_token = 2.0 * 1024.0 * 2.0;
+        let got = kv_cache_bytes(&a, 1, 32768, KvDtype::Fp16, Engine::Vllm, 512);
+        assert_eq!(got, per_layer_token * (5.0 * 1024.0 + 32768.0));
+    }
+}

@@ -1,0 +1,29 @@
+//! Memory estimation: `Workload` in, `Breakdown` out. One module per kind of memory; the
+//! per-task estimators (`inference`, `training`) assemble them.
+
+pub mod arch;
+pub mod breakdown;
+pub mod dtype;
+pub mod inference;
+pub mod kv_cache;
+pub mod options;
+pub mod overhead;
+pub mod training;
+pub mod weights;
+pub mod workload;
+
+pub use arch::ModelArch;
+pub use breakdown::{Breakdown, Component, Layer, Peak};
+pub use dtype::{KvDtype, WeightFormat};
+pub use options::*;
+pub use workload::{GpuTarget, Run, Workload, WorkloadFile};
+
+/// Estimates the per-GPU peak memory of an LLM workload.
+pub fn estimate(w: &Workload) -> Breakdown {
+    let mut b = match w.run.task {
+        Task::Training => training::estimate(w),
+        _ => inference::estimate(w),
+    };
+    b.add("other_processes", "Other programs on the GPU", w.run.other_processes_bytes as f64, Layer::External);
+    b
+}

@@ -1,0 +1,162 @@
+//! The named choices of a workload (`run.task`, `run.engine`, …) as enums with their accepted
+//! spellings, so the workload file, the command line and the GUI share one list and every error
+//! can say what is allowed.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+macro_rules! choice {
+    ($(#[$m:meta])* $name:ident, $field:literal { $($(#[$vm:meta])* $var:ident = $s:literal $(| $alias:literal)*),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $var),+ }
+
+        impl $name {
+            /// Every variant, in the order help texts list them.
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+            /// The canonical spellings, for error messages and help.
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+            /// The workload-file field this choice fills.
+            pub const FIELD: &'static str = $field;
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$var => $s),+ }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    $($s $(| $alias)* => Ok($name::$var),)+
+                    _ => Err(format!("{} = '{}' is not allowed; use one of: {}", $field, s, Self::NAMES.join(", "))),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str(self.as_str()) }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+choice!(
+    /// What the GPU is asked to do.
+    Task, "run.task" {
+        Inference = "inference",
+        Training = "training" | "finetune" | "fine-tune",
+        Diffusion = "diffusion",
+        Game = "game",
+    }
+);
+
+choice!(
+    /// The program that runs the model; each allocates differently.
+    Engine, "run.engine" {
+        Transformers = "transformers" | "hf" | "pytorch" | "torch",
+        Vllm = "vllm",
+        LlamaCpp = "llama.cpp" | "llamacpp" | "llama-cpp" | "ollama",
+        /// AutoAWQ with fused layers: pre-allocates its KV cache for the whole sequence.
+        AutoAwq = "autoawq",
+        ComfyUi = "comfyui",
+        Diffusers = "diffusers",
+    }
+);
+
+choice!(
+    /// Attention kernel: eager materialises the s×s score matrix, the others do not.
+    Attention, "run.attention" {
+        Eager = "eager",
+        Sdpa = "sdpa",
+        Flash = "flash" | "flash_attention_2" | "fa2" | "flash-attn",
+    }
+);
+
+choice!(
+    Method, "run.method" {
+        Full = "full",
+        Lora = "lora",
+        Qlora = "qlora",
+    }
+);
+
+choice!(
+    /// Training precision. Mixed keeps fp32 master weights; `bf16` is pure bf16 (weights,
+    /// gradients and optimizer states all bf16).
+    Precision, "run.precision" {
+        Fp32 = "fp32",
+        Fp16Mixed = "fp16-mixed" | "fp16",
+        Bf16Mixed = "bf16-mixed",
+        Bf16 = "bf16" | "bf16-pure",
+    }
+);
+
+choice!(
+    Optimizer, "run.optimizer" {
+        AdamW = "adamw" | "adam",
+        AdamW8bit = "adamw-8bit" | "adam8bit" | "adamw8bit" | "paged-adamw-8bit",
+        Sgd = "sgd",
+        Adafactor = "adafactor",
+        Lion = "lion",
+    }
+);
+
+choice!(
+    Checkpointing, "run.checkpointing" {
+        None = "none" | "off" | "false",
+        Selective = "selective",
+        Full = "full" | "on" | "true",
+    }
+);
+
+choice!(
+    Offload, "run.offload" {
+        None = "none",
+        Optimizer = "optimizer",
+        OptimizerParams = "optimizer+params" | "params+optimizer" | "all",
+    }
+);
+
+choice!(
+    /// Which linear layers get LoRA adapters.
+    LoraTargets, "run.lora_targets" {
+        AllLinear = "all-linear" | "all",
+        Attention = "attention" | "qkvo" | "q,k,v,o",
+        Qv = "qv" | "q,v" | "q_proj,v_proj" | "default",
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_errors_list_the_choices() {
+        for n in Engine::NAMES {
+            assert_eq!(n.parse::<Engine>().unwrap().as_str(), *n);
+        }
+        assert_eq!("Flash_Attention_2".parse::<Attention>().unwrap(), Attention::Flash);
+        let e = "adamx".parse::<Optimizer>().unwrap_err();
+        assert!(e.contains("run.optimizer") && e.contains("adamw, adamw-8bit"), "{e}");
+    }
+
+    #[test]
+    fn serde_uses_the_canonical_names() {
+        let s = serde_json::to_string(&Engine::LlamaCpp).unwrap();
+        assert_eq!(s, "\"llama.cpp\"");
+        let e: Engine = serde_json::from_str("\"ollama\"").unwrap();
+        assert_eq!(e, Engine::LlamaCpp);
+    }
+}

@@ -1,0 +1,398 @@
+//! The workload: the planner's whole input. Its file form (`WorkloadFile`) is the TOML contract
+//! of `DESIGN.md`; `Workload` is the checked, resolved form every estimator takes.
+
+use super::arch::ModelArch;
+use super::dtype::{KvDtype, WeightFormat};
+use super::options::*;
+use crate::catalog::{Catalog, Gpu, Vendor};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// `[gpu]` as written in a workload file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSection {
+    pub preset: Option<String>,
+    pub vram_gib: Option<f64>,
+    pub count: Option<u32>,
+}
+
+/// `[model]` as written in a workload file: a preset, a file, or the architecture itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    pub preset: Option<String>,
+    pub hf_config: Option<PathBuf>,
+    pub file: Option<PathBuf>,
+    pub params: Option<f64>,
+    pub layers: Option<u32>,
+    pub hidden: Option<u32>,
+    pub heads: Option<u32>,
+    pub kv_heads: Option<u32>,
+    pub head_dim: Option<u32>,
+    pub intermediate: Option<u32>,
+    pub vocab: Option<u32>,
+    pub tied_embeddings: Option<bool>,
+    pub max_context: Option<u32>,
+    pub sliding_window: Option<u32>,
+}
+
+/// `[run]` as written in a workload file; every field optional, defaults applied on resolve.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    pub task: Option<Task>,
+    pub weights: Option<String>,
+    pub batch: Option<i64>,
+    pub seq: Option<i64>,
+    pub engine: Option<Engine>,
+    pub kv_cache: Option<String>,
+    pub attention: Option<Attention>,
+    pub method: Option<Method>,
+    pub precision: Option<Precision>,
+    pub optimizer: Option<Optimizer>,
+    pub checkpointing: Option<Checkpointing>,
+    pub lora_rank: Option<i64>,
+    pub lora_targets: Option<LoraTargets>,
+    pub grad_accum: Option<i64>,
+    pub zero_stage: Option<i64>,
+    pub offload: Option<Offload>,
+    /// vLLM `--gpu-memory-utilization` (fraction of total memory it pre-allocates).
+    pub gpu_memory_utilization: Option<f64>,
+    /// llama.cpp `--ubatch-size`.
+    pub ubatch: Option<i64>,
+    /// VRAM already held by other programs (desktop, browser), GiB.
+    pub other_processes_gib: Option<f64>,
+    // Diffusion and game fields of the contract; read by those estimators.
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+    pub vae_tiling: Option<bool>,
+    pub resolution: Option<String>,
+    pub texture_quality: Option<String>,
+    pub ray_tracing: Option<bool>,
+    pub frame_generation: Option<bool>,
+}
+
+/// A whole workload file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadFile {
+    #[serde(default)]
+    pub gpu: GpuSection,
+    #[serde(default)]
+    pub model: ModelSection,
+    #[serde(default)]
+    pub run: RunSection,
+}
+
+impl WorkloadFile {
+    /// Parses TOML text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| {
+            let msg = e.message().trim().to_string();
+            match e.span() {
+                Some(span) => {
+                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                    format!("{origin}: line {line}: {msg}")
+                }
+                None => format!("{origin}: {msg}"),
+            }
+        })
+    }
+
+    /// Reads and parses a workload file, refusing anything that is not a small text file.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        const MAX: u64 = 1 << 20;
+        let shown = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+        if meta.len() > MAX {
+            return Err(format!("{shown}: {} bytes is too large for a workload file (max 1 MiB)", meta.len()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read as UTF-8 text: {e}"))?;
+        Self::parse(&text, &shown.to_string())
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// The card(s) a workload runs on. All figures of a result are per GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuTarget {
+    pub name: String,
+    pub vram_bytes: u64,
+    pub count: u32,
+    pub vendor: Vendor,
+    pub bf16: bool,
+    pub fp8: bool,
+}
+
+impl GpuTarget {
+    pub fn from_preset(g: &Gpu, count: u32) -> Self {
+        GpuTarget { name: g.name.clone(), vram_bytes: g.vram_bytes(), count, vendor: g.vendor, bf16: g.bf16, fp8: g.fp8 }
+    }
+}
+
+/// The knobs of a run, with defaults applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub task: Task,
+    pub weights: WeightFormat,
+    pub batch: u32,
+    pub seq: u32,
+    pub engine: Engine,
+    pub kv_cache: KvDtype,
+    pub attention: Attention,
+    pub method: Method,
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+    pub checkpointing: Checkpointing,
+    pub lora_rank: u32,
+    pub lora_targets: LoraTargets,
+    pub grad_accum: u32,
+    pub zero_stage: u32,
+    pub offload: Offload,
+    pub gpu_memory_utilization: f64,
+    pub ubatch: u32,
+    pub other_processes_bytes: u64,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run {
+            task: Task::Inference,
+            weights: WeightFormat::Bf16,
+            batch: 1,
+            seq: 4096,
+            engine: Engine::Transformers,
+            kv_cache: KvDtype::Fp16,
+            attention: Attention::Sdpa,
+            method: Method::Full,
+            precision: Precision::Bf16Mixed,
+            optimizer: Optimizer::AdamW,
+            checkpointing: Checkpointing::None,
+            lora_rank: 16,
+            lora_targets: LoraTargets::AllLinear,
+            grad_accum: 1,
+            zero_stage: 0,
+            offload: Offload::None,
+            gpu_memory_utilization: 0.9,
+            ubatch: 512,
+            other_processes_bytes: 0,
+        }
+    }
+}
+
+/// A checked workload for an LLM task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub gpu: GpuTarget,
+    pub model_name: String,
+    pub model: ModelArch,
+    pub run: Run,
+}
+
+/// Loads a model architecture from a file (`hf_config`/`file`); filled in by the importers.
+pub type ModelLoader = fn(&Path) -> Result<(String, ModelArch), String>;
+
+fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
+    match v {
+        None => Ok(default),
+        Some(x) if x >= min && x <= max => Ok(x as u32),
+        Some(x) => Err(format!("{field} = {x} is out of range; allowed {min}..={max}")),
+    }
+}
+
+impl WorkloadFile {
+    /// Resolves presets and defaults into a checked workload. `base` is the directory relative
+    /// paths in the file are taken from; `loader` imports model files.
+    pub fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<Workload, String> {
+        let cat = Catalog::get();
+        let count = int_in("gpu.count", self.gpu.count.map(i64::from), 1, 1, 1024)?;
+        let gpu = match (&self.gpu.preset, self.gpu.vram_gib) {
+            (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
+            (Some(p), Some(v)) => {
+                let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
+                g.vram_bytes = check_vram(v)?;
+                g
+            }
+            (None, Some(v)) => GpuTarget {
+                name: format!("{v} GiB GPU"),
+                vram_bytes: check_vram(v)?,
+                count,
+                vendor: Vendor::Nvidia,
+                bf16: true,
+                fp8: false,
+            },
+            (None, None) => return Err("gpu: give gpu.preset (see `vram-doctor presets list gpus`) or gpu.vram_gib".into()),
+        };
+        let (model_name, model) = self.model.resolve(base, loader)?;
+        let run = self.run.resolve(&model)?;
+        Ok(Workload { gpu, model_name, model, run })
+    }
+}
+
+fn check_vram(v: f64) -> Result<u64, String> {
+    if v.is_finite() && v > 0.0 && v <= 4096.0 {
+        Ok(crate::units::gib_to_bytes(v))
+    } else {
+        Err(format!("gpu.vram_gib = {v} is out of range; allowed more than 0 and at most 4096"))
+    }
+}
+
+impl ModelSection {
+    fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<(String, ModelArch), String> {
+        let sources = [self.preset.is_some(), self.hf_config.is_some(), self.file.is_some()];
+        if sources.iter().filter(|s| **s).count() > 1 {
+            return Err("model: give only one of model.preset, model.hf_config, model.file".into());
+        }
+        let (name, mut arch) = if let Some(p) = &self.preset {
+            let m = Catalog::get().model(p)?;
+            (m.name.clone(), m.arch.clone())
+        } else if let Some(path) = self.hf_config.as_ref().or(self.file.as_ref()) {
+            let load = loader.ok_or("model: importing model files is not available in this build")?;
+            load(&base.join(path))?
+        } else {
+            let need = |f: &str, v: Option<u32>| v.ok_or_else(|| format!("model.{f} is missing: give model.preset, a file, or the whole architecture"));
+            let heads = need("heads", self.heads)?;
+            let hidden = need("hidden", self.hidden)?;
+            let arch = ModelArch {
+                params: self.params.ok_or("model.params is missing: give model.preset, a file, or the whole architecture")?,
+                layers: need("layers", self.layers)?,
+                hidden,
+                heads,
+                kv_heads: self.kv_heads.unwrap_or(heads),
+                head_dim: self.head_dim.unwrap_or(if heads > 0 { hidden / heads } else { 0 }),
+                intermediate: self.intermediate.unwrap_or(hidden.saturating_mul(4)),
+                vocab: need("vocab", self.vocab)?,
+                mlp: Default::default(),
+                tied_embeddings: false,
+                max_context: None,
+                sliding_window: None,
+                global_every: None,
+                moe: None,
+                mla: None,
+            };
+            ("custom model".to_string(), arch)
+        };
+        // Explicit fields override a preset or file.
+        macro_rules! over { ($($f:ident),*) => { $(if let Some(v) = self.$f { arch.$f = v; })* } }
+        over!(params, layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, tied_embeddings);
+        if self.max_context.is_some() {
+            arch.max_context = self.max_context;
+        }
+        if self.sliding_window.is_some() {
+            arch.sliding_window = self.sliding_window;
+        }
+        arch.validate()?;
+        Ok((name, arch))
+    }
+}
+
+impl RunSection {
+    pub fn resolve(&self, model: &ModelArch) -> Result<Run, String> {
+        let d = Run::default();
+        let task = self.task.unwrap_or(d.task);
+        let method = self.method.unwrap_or(d.method);
+        let weights = match &self.weights {
+            Some(w) => w.parse::<WeightFormat>().map_err(|_| {
+                format!("run.weights = '{w}' is not allowed; use one of: {}", super::dtype::WEIGHT_NAMES.join(", "))
+            })?,
+            None if method == Method::Qlora => WeightFormat::Nf4,
+            None => d.weights,
+        };
+        let kv_cache = match &self.kv_cache {
+            Some(k) => k.parse::<KvDtype>().map_err(|_| {
+                format!("run.kv_cache = '{k}' is not allowed; use one of: {}", super::dtype::KV_NAMES.join(", "))
+            })?,
+            None => d.kv_cache,
+        };
+        let engine = self.engine.unwrap_or(if weights.is_gguf() { Engine::LlamaCpp } else { d.engine });
+        let default_seq = if task == Task::Training { 2048 } else { d.seq };
+        let seq = int_in("run.seq", self.seq, default_seq, 1, 10_000_000)?;
+        if let Some(max) = model.max_context
+            && seq > max
+        {
+            return Err(format!("run.seq = {seq} is longer than the model supports (max_context {max}); lower run.seq"));
+        }
+        let util = self.gpu_memory_utilization.unwrap_or(d.gpu_memory_utilization);
+        if !(util > 0.0 && util <= 1.0) {
+            return Err(format!("run.gpu_memory_utilization = {util} is out of range; allowed more than 0 and at most 1"));
+        }
+        let other = self.other_processes_gib.unwrap_or(0.0);
+        if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
+            return Err(format!("run.other_processes_gib = {other} is out of range; allowed 0..=4096"));
+        }
+        if method == Method::Qlora && !matches!(weights, WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Gptq4 | WeightFormat::Gptq8 | WeightFormat::Awq4 | WeightFormat::Int8) {
+            return Err(format!("run.method = 'qlora' needs a quantized base (run.weights nf4, int8, gptq-4bit …), not '{weights}'"));
+        }
+        if task == Task::Training && method == Method::Full && weights.is_quantized() {
+            return Err(format!("run.weights = '{weights}' cannot be fully fine-tuned; use run.method = 'qlora' or 16-bit weights"));
+        }
+        Ok(Run {
+            task,
+            weights,
+            batch: int_in("run.batch", self.batch, d.batch, 1, 1_000_000)?,
+            seq,
+            engine,
+            kv_cache,
+            attention: self.attention.unwrap_or(d.attention),
+            method,
+            precision: self.precision.unwrap_or(d.precision),
+            optimizer: self.optimizer.unwrap_or(d.optimizer),
+            checkpointing: self.checkpointing.unwrap_or(d.checkpointing),
+            lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
+            lora_targets: self.lora_targets.unwrap_or(d.lora_targets),
+            grad_accum: int_in("run.grad_accum", self.grad_accum, d.grad_accum, 1, 1_000_000)?,
+            zero_stage: int_in("run.zero_stage", self.zero_stage, d.zero_stage, 0, 3)?,
+            offload: self.offload.unwrap_or(d.offload),
+            gpu_memory_utilization: util,
+            ubatch: int_in("run.ubatch", self.ubatch, d.ubatch, 1, 1_000_000)?,
+            other_processes_bytes: crate::units::gib_to_bytes(other),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str) -> Result<Workload, String> {
+        WorkloadFile::parse(text, "w.toml")?.resolve(Path::new("."), None)
+    }
+
+    #[test]
+    fn contract_example_resolves() {
+        let w = resolve(
+            "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"inference\"\nweights = \"q4_k_m\"\nbatch = 2\nseq = 8192\n",
+        )
+        .unwrap();
+        assert_eq!(w.gpu.vram_bytes, 24 << 30);
+        assert_eq!(w.run.engine, Engine::LlamaCpp, "GGUF weights imply llama.cpp");
+        assert_eq!(w.run.batch, 2);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbatch = 0\n").unwrap_err();
+        assert!(e.contains("run.batch"), "{e}");
+        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbach = 2\n").unwrap_err();
+        assert!(e.contains("bach") && e.contains("line 6"), "{e}");
+        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 200000\n").unwrap_err();
+        assert!(e.contains("max_context"), "{e}");
+        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nengine = \"tgi\"\n").unwrap_err();
+        assert!(e.contains("run.engine") && e.contains("vllm"), "{e}");
+        let e = resolve("[gpu]\nvram_gib = -3\n[model]\npreset = \"llama-3.1-8b\"\n").unwrap_err();
+        assert!(e.contains("gpu.vram_gib"), "{e}");
+        let e = resolve("[gpu\n").unwrap_err();
+        assert!(e.starts_with("w.toml: line 1"), "{e}");
+    }
+
+    #[test]
+    fn explicit_architecture_without_preset() {
+        let w = resolve("[gpu]\nvram_gib = 8\n[model]\nparams = 1.1e9\nlayers = 22\nhidden = 2048\nheads = 32\nkv_heads = 4\nvocab = 32000\nintermediate = 5632\n").unwrap();
+        assert_eq!(w.model.head_dim, 64);
+        assert_eq!(w.model.kv_heads, 4);
+    }
+}

@@ -1,0 +1,2 @@
+//! Planning: strategies that change a workload, their cost, and the search for the cheapest
+//! plan that fits.
