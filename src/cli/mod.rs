@@ -1,1 +1,41 @@
 //! Command line: clap subcommands that call the domain layers and print tables or JSON.
+//! Each subcommand lives in its own module with an `args` struct and a `run` function.
+
+mod plan;
+mod presets;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit status for bad input (a malformed file, an unknown preset, a wrong flag).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(name = "vram-doctor", version, about = "Will it fit? What is happening now? What went wrong? — GPU memory planner, monitor and doctor.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Estimate a workload's memory, part by part, and find the cheapest plan that fits.
+    Plan(plan::PlanArgs),
+    /// List the built-in GPU and model presets.
+    Presets(presets::PresetsArgs),
+}
+
+/// Runs a parsed command; prints errors as one line and returns the exit status.
+pub fn run(cmd: Command) -> ExitCode {
+    let result = match cmd {
+        Command::Plan(a) => plan::run(&a),
+        Command::Presets(a) => presets::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
