@@ -120,7 +120,9 @@ pub(super) fn case(row: &Value) -> Result<Case, String> {
             r.weights = Some("awq-4bit".into());
             r.attention = Some(Attention::Eager);
             r.batch = int_field(row, "batch");
-            r.seq = Some(numbers(s(row, "seq")).iter().sum());
+            let lens = numbers(s(row, "seq"));
+            r.seq = Some(lens.iter().sum());
+            r.prompt = lens.first().copied();
             Figure::Tensors
         }
         "llm_inference_gguf" => {
