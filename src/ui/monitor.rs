@@ -169,7 +169,7 @@ fn no_data_ui(ui: &mut Ui, connected: bool) {
             ui.label("Waiting for the first reading from the GPU driver…");
         } else {
             ui.label("Live telemetry is not connected in this build.");
-            ui.label("The planner and the doctor work without it; `nvidia-smi` shows the same figures meanwhile.");
+            ui.label("The planner and the doctor work without it; nvidia-smi shows the same figures meanwhile.");
         }
     });
 }
