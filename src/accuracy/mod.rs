@@ -66,7 +66,9 @@ pub fn case_for_row(row: &Value) -> Result<Case, String> {
     if kind.starts_with("llm_") || kind == "runtime_overhead" {
         llm_rows::case(row)
     } else {
-        Err(format!("workload kind '{kind}' is not modelled by this engine yet"))
+        Err(format!(
+            "workload kind '{kind}' is not modelled by this engine yet"
+        ))
     }
 }
 

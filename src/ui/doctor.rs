@@ -15,7 +15,7 @@ impl DoctorView {
     pub fn ui(&mut self, ui: &mut Ui) {
         egui::CentralPanel::default().show(ui, |ui| {
             ui.heading("What went wrong?");
-            ui.label("Paste the error message (for example a "CUDA out of memory" traceback):");
+            ui.label("Paste the error message (for example a “CUDA out of memory” traceback):");
             let label = ui.label("Error message");
             let edit = egui::TextEdit::multiline(&mut self.message)
                 .desired_rows(12)
