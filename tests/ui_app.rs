@@ -75,3 +75,36 @@ fn a_wrong_tab_flag_is_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("planner"));
 }
+
+#[test]
+fn a_catalog_pick_opens_in_the_planner() {
+    let mut h = app(Some(Tab::Catalog));
+    h.run();
+    h.get_by_label("Models").click();
+    h.run();
+    h.get_by_role(Role::TextInput).focus();
+    h.run();
+    h.get_by_role(Role::TextInput).type_text("qwen");
+    h.run();
+    assert!(
+        h.query_by_label_contains("Plan with Llama").is_none(),
+        "the search filters the list"
+    );
+    let button = h
+        .get_all_by_label_contains("Plan with Qwen")
+        .next()
+        .expect("a Qwen model in the catalog");
+    button.click();
+    h.run();
+    assert_eq!(h.state().state.tab, Tab::Planner);
+    let picked = h
+        .state()
+        .state
+        .planner
+        .workload
+        .model
+        .preset
+        .clone()
+        .unwrap();
+    assert!(picked.starts_with("qwen"), "{picked}");
+}

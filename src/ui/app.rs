@@ -2,6 +2,7 @@
 //! everything the user set up (eframe storage, restored on the next start).
 
 use super::Tab;
+use super::catalog::CatalogView;
 use super::doctor::DoctorView;
 use super::monitor::MonitorView;
 use super::planner::PlannerView;
@@ -15,6 +16,7 @@ pub struct AppState {
     pub planner: PlannerView,
     pub monitor: MonitorView,
     pub doctor: DoctorView,
+    pub catalog: CatalogView,
 }
 
 pub struct VramDoctorApp {
@@ -56,6 +58,12 @@ impl eframe::App for VramDoctorApp {
                 s.monitor.ui(ui, predicted);
             }
             Tab::Doctor => s.doctor.ui(ui),
+            Tab::Catalog => {
+                if let Some(p) = s.catalog.ui(ui) {
+                    s.planner.take(p);
+                    s.tab = Tab::Planner;
+                }
+            }
         }
     }
 

@@ -6,6 +6,7 @@
 
 mod app;
 mod bar;
+pub mod catalog;
 pub mod doctor;
 pub mod files;
 pub mod monitor;
@@ -22,12 +23,13 @@ pub enum Tab {
     Planner,
     Monitor,
     Doctor,
+    Catalog,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 3] = [Tab::Planner, Tab::Monitor, Tab::Doctor];
+    pub const ALL: [Tab; 4] = [Tab::Planner, Tab::Monitor, Tab::Doctor, Tab::Catalog];
     /// Command-line spellings (`vram-doctor --tab monitor`).
-    pub const NAMES: [&'static str; 3] = ["planner", "monitor", "doctor"];
+    pub const NAMES: [&'static str; 4] = ["planner", "monitor", "doctor", "catalog"];
 
     /// The tab's title in the top bar, which is also its accessible label.
     pub fn title(self) -> &'static str {
@@ -35,6 +37,7 @@ impl Tab {
             Tab::Planner => "Planner",
             Tab::Monitor => "Monitor",
             Tab::Doctor => "Doctor",
+            Tab::Catalog => "Catalog",
         }
     }
 

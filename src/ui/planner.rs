@@ -3,6 +3,7 @@
 //! the same `resolve` + `memory::estimate` as `vram-doctor plan`, so the GUI and the CLI agree.
 
 use super::bar;
+use super::catalog::Pick;
 use super::files::{Dialogs, write_atomic};
 use crate::catalog::Catalog;
 use crate::memory::dtype::{KV_NAMES, WEIGHT_NAMES};
@@ -30,7 +31,9 @@ pub struct PlannerView {
     pub workload: WorkloadFile,
     /// The file it was last opened from or saved to.
     pub path: Option<PathBuf>,
-    /// Filter typed into the model picker.
+    /// Filters typed into the GPU and model pickers.
+    #[serde(skip)]
+    gpu_filter: String,
     #[serde(skip)]
     model_filter: String,
     /// Outcome of the last open/save, shown under the buttons.
@@ -66,6 +69,7 @@ impl Default for PlannerView {
         PlannerView {
             workload,
             path: None,
+            gpu_filter: String::new(),
             model_filter: String::new(),
             status: None,
             cache: None,
@@ -99,6 +103,20 @@ impl PlannerView {
         }
         self.cache = Some((self.workload.clone(), e.clone()));
         e
+    }
+
+    /// Plans with a preset chosen in the catalog tab.
+    pub fn take(&mut self, pick: Pick) {
+        match pick {
+            Pick::Gpu(id) => {
+                self.workload.gpu.preset = Some(id);
+                self.workload.gpu.vram_gib = None;
+            }
+            Pick::Model(id) => {
+                self.workload.model = Default::default();
+                self.workload.model.preset = Some(id);
+            }
+        }
     }
 
     /// Bytes the card must hold at the peak, for the monitor's "predicted" line.
@@ -207,21 +225,21 @@ impl PlannerView {
                 },
                 |g| format!("{} ({} GiB)", g.name, g.vram_gib),
             );
-        ComboBox::from_label("GPU")
-            .selected_text(gpu_text)
-            .width(260.0)
-            .show_ui(ui, |ui| {
-                for g in &cat.gpus {
-                    let selected = w.gpu.preset.as_deref() == Some(g.id.as_str());
-                    if ui
-                        .selectable_label(selected, format!("{} ({} GiB)", g.name, g.vram_gib))
-                        .clicked()
-                    {
-                        w.gpu.preset = Some(g.id.clone());
-                        w.gpu.vram_gib = None;
-                    }
-                }
-            });
+        let gpus = cat
+            .gpus
+            .iter()
+            .map(|g| (g.id.as_str(), format!("{} ({} GiB)", g.name, g.vram_gib)));
+        if let Some(id) = search_pick(
+            ui,
+            "GPU",
+            gpu_text,
+            &mut self.gpu_filter,
+            gpus,
+            w.gpu.preset.as_deref(),
+        ) {
+            w.gpu.preset = Some(id);
+            w.gpu.vram_gib = None;
+        }
         let mut count = w.gpu.count.unwrap_or(1);
         if ui
             .add(Slider::new(&mut count, 1..=8).text("GPU count"))
@@ -246,26 +264,18 @@ impl PlannerView {
                 },
                 |m| m.name.clone(),
             );
-        let filter = &mut self.model_filter;
-        ComboBox::from_label("Model")
-            .selected_text(model_text)
-            .width(260.0)
-            .show_ui(ui, |ui| {
-                ui.add(egui::TextEdit::singleline(filter).hint_text("Search models"));
-                let needle = filter.to_lowercase();
-                for m in &cat.models {
-                    let hay = format!("{} {} {}", m.id, m.name, m.hf_id.as_deref().unwrap_or(""))
-                        .to_lowercase();
-                    if !hay.contains(&needle) {
-                        continue;
-                    }
-                    let selected = w.model.preset.as_deref() == Some(m.id.as_str());
-                    if ui.selectable_label(selected, &m.name).clicked() {
-                        w.model = Default::default();
-                        w.model.preset = Some(m.id.clone());
-                    }
-                }
-            });
+        let models = cat.models.iter().map(|m| (m.id.as_str(), m.name.clone()));
+        if let Some(id) = search_pick(
+            ui,
+            "Model",
+            model_text,
+            &mut self.model_filter,
+            models,
+            w.model.preset.as_deref(),
+        ) {
+            w.model = Default::default();
+            w.model.preset = Some(id);
+        }
 
         ui.heading("Run");
         ui.horizontal(|ui| {
@@ -393,6 +403,38 @@ impl PlannerView {
             }
         }
     }
+}
+
+/// A combo box over catalog entries (id, text) with a search box on top; returns the id picked.
+fn search_pick<'a>(
+    ui: &mut Ui,
+    label: &str,
+    selected_text: String,
+    filter: &mut String,
+    items: impl Iterator<Item = (&'a str, String)>,
+    current: Option<&str>,
+) -> Option<String> {
+    let mut picked = None;
+    ComboBox::from_label(label)
+        .selected_text(selected_text)
+        .width(260.0)
+        .height(400.0)
+        .show_ui(ui, |ui| {
+            ui.add(
+                egui::TextEdit::singleline(filter)
+                    .hint_text(format!("Search {}s", label.to_lowercase())),
+            );
+            let needle = filter.to_lowercase();
+            for (id, text) in items {
+                if !needle.is_empty() && !format!("{id} {text}").to_lowercase().contains(&needle) {
+                    continue;
+                }
+                if ui.selectable_label(current == Some(id), &text).clicked() {
+                    picked = Some(id.to_string());
+                }
+            }
+        });
+    picked
 }
 
 /// A combo box over a choice enum; returns the new value when the user picked another one.
