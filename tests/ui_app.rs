@@ -87,14 +87,16 @@ fn a_catalog_pick_opens_in_the_planner() {
     h.get_by_role(Role::TextInput).type_text("qwen");
     h.run();
     assert!(
-        h.query_by_label_contains("Plan with Llama").is_none(),
+        h.query_by_label_contains("Llama").is_none(),
         "the search filters the list"
     );
-    let button = h
-        .get_all_by_label_contains("Plan with Qwen")
+    h.get_all_by_label_contains("Qwen")
         .next()
         .expect("a Qwen model in the catalog");
-    button.click();
+    h.get_all_by_label("Plan")
+        .next()
+        .expect("a Plan button")
+        .click();
     h.run();
     assert_eq!(h.state().state.tab, Tab::Planner);
     let picked = h

@@ -73,7 +73,11 @@ fn gpus_ui(ui: &mut Ui, hit: &dyn Fn(&[&str]) -> bool, pick: &mut Option<Pick>) 
                 ui.label(format!("{} GiB", g.vram_gib));
                 ui.label(format!("{:.0} GB/s", g.bandwidth_gbs));
                 ui.label(format!("{:?}", g.kind).to_lowercase());
-                if ui.button(format!("Plan with {}", g.name)).clicked() {
+                if ui
+                    .button("Plan")
+                    .on_hover_text(format!("Open the planner with the {}", g.name))
+                    .clicked()
+                {
                     *pick = Some(Pick::Gpu(g.id.clone()));
                 }
                 ui.end_row();
@@ -100,7 +104,11 @@ fn models_ui(ui: &mut Ui, hit: &dyn Fn(&[&str]) -> bool, pick: &mut Option<Pick>
                 ui.label(format!("{:.2} B", m.arch.params / 1e9));
                 ui.label(m.arch.layers.to_string());
                 ui.label(m.arch.max_context.map_or("-".into(), |c| c.to_string()));
-                if ui.button(format!("Plan with {}", m.name)).clicked() {
+                if ui
+                    .button("Plan")
+                    .on_hover_text(format!("Open the planner with {}", m.name))
+                    .clicked()
+                {
                     *pick = Some(Pick::Model(m.id.clone()));
                 }
                 ui.end_row();

@@ -20,6 +20,11 @@ use std::path::{Path, PathBuf};
 /// Extensions offered by the open/save dialogs.
 const WORKLOAD_EXT: &[&str] = &["toml"];
 
+/// What a first start shows: a common consumer card and a common open model (the pair of the
+/// workload-file example in `DESIGN.md`); the catalog's first entries when they are missing.
+const START_GPU: &str = "rtx-4090";
+const START_MODEL: &str = "llama-3.1-8b";
+
 /// Longest sequence offered when the model does not state its maximum context.
 const SEQ_MAX_FALLBACK: u32 = 131_072;
 
@@ -60,12 +65,20 @@ struct Estimate {
 }
 
 impl Default for PlannerView {
-    /// Starts on the first GPU and model of the catalog, with the run defaults.
+    /// Starts on `START_GPU` and `START_MODEL`, with the run defaults.
     fn default() -> Self {
         let cat = Catalog::get();
         let mut workload = WorkloadFile::default();
-        workload.gpu.preset = cat.gpus.first().map(|g| g.id.clone());
-        workload.model.preset = cat.models.first().map(|m| m.id.clone());
+        workload.gpu.preset = cat
+            .gpu(START_GPU)
+            .ok()
+            .or(cat.gpus.first())
+            .map(|g| g.id.clone());
+        workload.model.preset = cat
+            .model(START_MODEL)
+            .ok()
+            .or(cat.models.first())
+            .map(|m| m.id.clone());
         PlannerView {
             workload,
             path: None,
