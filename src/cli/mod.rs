@@ -25,7 +25,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Estimate a workload's memory, part by part, and find the cheapest plan that fits.
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
     /// Compare the engine with measured reference data (median and p90 relative error).
