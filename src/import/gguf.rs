@@ -176,8 +176,14 @@ pub fn read(path: &std::path::Path) -> Result<GgufHeader, String> {
     parse(&mut r)
 }
 
+/// Parses a GGUF header from any seekable source of `len` bytes (a file, memory); `origin`
+/// names it in errors.
+pub fn parse_from<R: Read + Seek>(source: R, len: u64, origin: &str) -> Result<GgufHeader, String> {
+    parse(&mut HeaderReader::new(source, len, origin))
+}
+
 /// Parses a GGUF header; `r` must be at the start of the file.
-pub fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> {
+fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> {
     let magic = r.u32("the magic number")?.to_le_bytes();
     if magic != MAGIC {
         return Err(r.err("not a GGUF file (the first 4 bytes are not 'GGUF')"));

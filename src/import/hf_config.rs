@@ -17,6 +17,8 @@ use std::sync::OnceLock;
 
 /// Real config.json files are a few KiB; anything this big is not one.
 const MAX_CONFIG: u64 = 16 << 20;
+/// More blocks than any model has (the deepest published decoders have a few hundred).
+const MAX_LAYERS: u32 = 100_000;
 
 /// A bias switch: fixed for the model type, or read from a config key.
 #[derive(Debug, Clone, Deserialize)]
@@ -279,6 +281,13 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
     if heads == 0 || hidden == 0 || layers == 0 {
         return Err(format!(
             "{}: hidden size, layer count and head count must be at least 1",
+            cfg.origin
+        ));
+    }
+    // The per-layer tables below must not be sized by a hostile number.
+    if layers > MAX_LAYERS {
+        return Err(format!(
+            "{}: num_hidden_layers {layers} is absurd (at most {MAX_LAYERS})",
             cfg.origin
         ));
     }

@@ -64,6 +64,34 @@ pub struct ImportedModel {
 
 pub use gguf_model::GgufSummary;
 
+/// The parsers over bytes in memory, for fuzzing and tests: each must answer any input with
+/// `Ok` or a one-line `Err`, never a panic, a hang or a huge allocation.
+pub mod from_bytes {
+    use super::*;
+    use std::io::Cursor;
+
+    /// A GGUF file's header and the model it describes.
+    pub fn gguf(data: &[u8]) -> Result<ImportedModel, String> {
+        let h = gguf::parse_from(Cursor::new(data), data.len() as u64, "input.gguf")?;
+        gguf_model::from_header(&h, "input.gguf", "input")
+    }
+
+    pub fn safetensors(data: &[u8]) -> Result<safetensors::Header, String> {
+        safetensors::parse_from(Cursor::new(data), data.len() as u64, "input.safetensors")
+    }
+
+    pub fn hf_config(data: &[u8]) -> Result<ImportedModel, String> {
+        let text = std::str::from_utf8(data).map_err(|e| format!("config.json: not UTF-8: {e}"))?;
+        hf_config::parse(text, "config.json", "input")
+    }
+
+    pub fn model_index(data: &[u8]) -> Result<DiffusersPipeline, String> {
+        let text =
+            std::str::from_utf8(data).map_err(|e| format!("model_index.json: not UTF-8: {e}"))?;
+        diffusers::parse_index(text, "model_index.json", "input")
+    }
+}
+
 /// The model loader of the workload contract (`crate::memory::workload::ModelLoader`):
 /// a `config.json`, `*.safetensors`, `*.safetensors.index.json`, `*.gguf`, or a folder holding
 /// `config.json`.

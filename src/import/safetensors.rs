@@ -47,8 +47,14 @@ pub struct Header {
     pub metadata: BTreeMap<String, String>,
 }
 
+/// Parses a safetensors header from any seekable source of `len` bytes; `origin` names it in
+/// errors.
+pub fn parse_from<R: Read + Seek>(source: R, len: u64, origin: &str) -> Result<Header, String> {
+    parse(&mut HeaderReader::new(source, len, origin))
+}
+
 /// Parses the header of a safetensors file held by `r` (positioned at its start).
-pub fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, String> {
+fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, String> {
     let n = r.u64("the header length")?;
     if n > MAX_HEADER {
         return Err(r.err(format_args!(
