@@ -8,4 +8,5 @@ pub mod catalog;
 pub mod cli;
 pub mod memory;
 pub mod plan;
+pub mod telemetry;
 pub mod units;
