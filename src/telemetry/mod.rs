@@ -13,6 +13,8 @@
 
 pub mod amd;
 pub mod demo;
+pub mod detect;
+pub mod history;
 pub mod nvml;
 pub mod sample;
 pub mod sampler;
