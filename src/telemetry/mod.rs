@@ -14,8 +14,11 @@
 pub mod amd;
 pub mod demo;
 pub mod detect;
+pub mod format;
 pub mod history;
 pub mod nvml;
+pub mod record;
+pub mod replay;
 pub mod sample;
 pub mod sampler;
 pub mod source;
