@@ -1,6 +1,7 @@
 //! Command line: clap subcommands that call the domain layers and print tables or JSON.
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
+mod monitor;
 mod plan;
 mod presets;
 
@@ -25,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Estimate a workload's memory, part by part, and find the cheapest plan that fits.
     Plan(plan::PlanArgs),
+    /// Watch GPU memory live: per GPU and per process, with alerts, recording and replay.
+    Monitor(monitor::MonitorArgs),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
 }
@@ -34,6 +37,7 @@ pub fn run(cmd: Command) -> ExitCode {
     let result = match cmd {
         Command::Plan(a) => plan::run(&a),
         Command::Presets(a) => presets::run(&a),
+        Command::Monitor(a) => return monitor::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,9 @@
 //! Separate copies are separate inodes, so `dlopen` gives every test a fresh instance and tests
 //! running in parallel never share the fake's state (`monitor.md` §3.5).
 
+// Each test binary and the bench include this file and use different parts of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
