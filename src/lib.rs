@@ -10,4 +10,5 @@ pub mod cli;
 pub mod import;
 pub mod memory;
 pub mod plan;
+pub mod telemetry;
 pub mod units;

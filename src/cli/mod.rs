@@ -2,6 +2,7 @@
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
 mod accuracy;
+mod monitor;
 mod plan;
 mod presets;
 
@@ -26,6 +27,8 @@ pub struct Cli {
 pub enum Command {
     /// Estimate a workload's memory, part by part, and find the cheapest plan that fits.
     Plan(Box<plan::PlanArgs>),
+    /// Watch GPU memory live: per GPU and per process, with alerts, recording and replay.
+    Monitor(monitor::MonitorArgs),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
     /// Compare the engine with measured reference data (median and p90 relative error).
@@ -38,6 +41,7 @@ pub fn run(cmd: Command) -> ExitCode {
         Command::Plan(a) => plan::run(&a),
         Command::Presets(a) => presets::run(&a),
         Command::Accuracy(a) => accuracy::run(&a),
+        Command::Monitor(a) => return monitor::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
