@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod doctor;
 pub mod memory;
 pub mod plan;
 pub mod units;
