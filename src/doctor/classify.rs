@@ -116,7 +116,10 @@ pub fn classify(f: &OomFigures, live: Option<&LiveSnapshot>) -> Classification {
         push(MessageClass::AnotherProcess);
     }
     if let (Some(res), Some(free)) = (reserved, f.free) {
-        let trapped = unalloc >= r || (res > 0 && unalloc as f64 > 0.2 * res as f64);
+        // Trapped memory within the allocation granularity is noise, not fragmentation (P2:
+        // 195 MiB unallocated of 23 GiB reserved is a plain shortage, symptoms.md §1.2 rule 8).
+        let trapped = unalloc > free_margin(total)
+            && (unalloc >= r || (res > 0 && unalloc as f64 > 0.2 * res as f64));
         if f.unallocated.is_some() && trapped && free.saturating_add(unalloc) >= r {
             push(MessageClass::Fragmentation);
         }
