@@ -60,10 +60,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Gpu>, String> {
     let f: File = toml::from_str(text).map_err(|e| format!("presets/gpus.toml: {e}"))?;
     for g in &f.gpu {
         if !(g.vram_gib > 0.0 && g.vram_gib < 4096.0) {
-            return Err(format!(
-                "presets/gpus.toml: {}: vram_gib out of range",
-                g.id
-            ));
+            return Err(format!("presets/gpus.toml: {}: vram_gib out of range", g.id));
         }
     }
     Ok(f.gpu)

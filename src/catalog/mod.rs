@@ -49,12 +49,7 @@ impl Catalog {
         let key = id.trim().to_ascii_lowercase();
         self.models
             .iter()
-            .find(|m| {
-                m.id == key
-                    || m.hf_id
-                        .as_deref()
-                        .is_some_and(|h| h.eq_ignore_ascii_case(&key))
-            })
+            .find(|m| m.id == key || m.hf_id.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(&key)))
             .ok_or_else(|| {
                 let names = self.models.iter().map(|m| m.id.as_str());
                 unknown("model", id, names, "vram-doctor presets list models")
@@ -67,10 +62,7 @@ fn unknown<'a>(what: &str, id: &str, names: impl Iterator<Item = &'a str>, list:
     if near.is_empty() {
         format!("unknown {what} preset '{id}'; see `{list}`")
     } else {
-        format!(
-            "unknown {what} preset '{id}'; did you mean {}? (all: `{list}`)",
-            near.join(", ")
-        )
+        format!("unknown {what} preset '{id}'; did you mean {}? (all: `{list}`)", near.join(", "))
     }
 }
 

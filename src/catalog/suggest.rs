@@ -8,21 +8,13 @@ pub fn nearest<'a>(query: &str, names: impl Iterator<Item = &'a str>, max: usize
     let mut scored: Vec<(usize, &str)> = names
         .map(|n| {
             let d = levenshtein(&q, n);
-            let d = if n.contains(q.as_str()) && !q.is_empty() {
-                d.min(limit)
-            } else {
-                d
-            };
+            let d = if n.contains(q.as_str()) && !q.is_empty() { d.min(limit) } else { d };
             (d, n)
         })
         .filter(|(d, _)| *d <= limit)
         .collect();
     scored.sort();
-    scored
-        .into_iter()
-        .take(max)
-        .map(|(_, n)| n.to_string())
-        .collect()
+    scored.into_iter().take(max).map(|(_, n)| n.to_string()).collect()
 }
 
 fn levenshtein(a: &str, b: &str) -> usize {

@@ -11,11 +11,7 @@ use std::process::ExitCode;
 pub const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "vram-doctor",
-    version,
-    about = "Will it fit? What is happening now? What went wrong? — GPU memory planner, monitor and doctor."
-)]
+#[command(name = "vram-doctor", version, about = "Will it fit? What is happening now? What went wrong? — GPU memory planner, monitor and doctor.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -147,8 +147,7 @@ impl ModelArch {
             Some(m) => {
                 let moe_layers = f64::from(self.layers.saturating_sub(m.dense_layers));
                 let dense_layers = f64::from(m.dense_layers.min(self.layers));
-                let per_moe =
-                    f64::from(m.experts + m.shared_experts) * f64::from(m.expert_intermediate) * h;
+                let per_moe = f64::from(m.experts + m.shared_experts) * f64::from(m.expert_intermediate) * h;
                 moe_layers * per_moe + dense_layers * f64::from(self.intermediate) * h
             }
             None => f64::from(self.layers) * f64::from(self.intermediate) * h,
@@ -173,8 +172,7 @@ impl ModelArch {
         match &self.moe {
             Some(m) if m.experts > 0 => {
                 let moe_layers = f64::from(self.layers.saturating_sub(m.dense_layers));
-                let per_expert =
-                    self.mlp_matrices() * f64::from(self.hidden) * f64::from(m.expert_intermediate);
+                let per_expert = self.mlp_matrices() * f64::from(self.hidden) * f64::from(m.expert_intermediate);
                 let idle = moe_layers * f64::from(m.experts.saturating_sub(m.active)) * per_expert;
                 (self.params - idle).max(0.0)
             }
@@ -210,9 +208,7 @@ impl ModelArch {
         if let Some(m) = &self.moe
             && (m.active == 0 || m.active > m.experts)
         {
-            return Err(
-                "model.moe: experts per token must be between 1 and the expert count".into(),
-            );
+            return Err("model.moe: experts per token must be between 1 and the expert count".into());
         }
         Ok(())
     }

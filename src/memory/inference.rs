@@ -22,24 +22,9 @@ pub fn estimate(w: &Workload) -> Breakdown {
         Attention::Eager => f64::from(a.heads) * f64::from(r.seq) * tokens * 6.0,
         _ => tokens * f64::from(a.intermediate) * 2.0 * 3.0,
     };
-    b.add(
-        "activations",
-        "Activations (prefill)",
-        act / n,
-        Layer::Tensor,
-    );
-    b.add(
-        "allocator_overhead",
-        "Allocator cache",
-        overhead::allocator_slack(wb.gpu / n, act / n),
-        Layer::Allocator,
-    );
-    b.add(
-        "cuda_context",
-        "CUDA context",
-        overhead::context_bytes(r.engine),
-        Layer::Process,
-    );
+    b.add("activations", "Activations (prefill)", act / n, Layer::Tensor);
+    b.add("allocator_overhead", "Allocator cache", overhead::allocator_slack(wb.gpu / n, act / n), Layer::Allocator);
+    b.add("cuda_context", "CUDA context", overhead::context_bytes(r.engine), Layer::Process);
     if r.engine == Engine::Vllm {
         b.warn("vLLM pre-allocates gpu_memory_utilization × total memory");
     }

@@ -9,11 +9,6 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let a = &w.model;
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     b.add("weights", "Model weights", a.params * 2.0, Layer::Tensor);
-    b.add(
-        "cuda_context",
-        "CUDA context",
-        overhead::context_bytes(w.run.engine),
-        Layer::Process,
-    );
+    b.add("cuda_context", "CUDA context", overhead::context_bytes(w.run.engine), Layer::Process);
     b
 }
