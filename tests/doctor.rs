@@ -251,3 +251,121 @@ fn answers_back_and_state_round_trip() {
             .contains("unknown step")
     );
 }
+
+mod cli {
+    use std::io::Write;
+    use std::process::{Command, Output, Stdio};
+
+    fn diagnose(args: &[&str], stdin: &str) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+            .arg("diagnose")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("binary runs");
+        let mut pipe = child.stdin.take().expect("stdin");
+        // A refused oversized input may close the pipe early; that is the point of the test.
+        let _ = pipe.write_all(stdin.as_bytes());
+        drop(pipe);
+        child.wait_with_output().expect("binary finishes")
+    }
+
+    const P6: &str = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.70 GiB. GPU 0 has a total capacty of 6.00 GiB of which 0 bytes is free. Of the allocated memory 2.93 GiB is allocated by PyTorch, and 2.30 GiB is reserved by PyTorch but unallocated.";
+
+    #[test]
+    fn reads_stdin_and_prints_causes_and_fixes() {
+        let out = diagnose(&[], P6);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Classification: fragmentation"), "{text}");
+        assert!(
+            text.contains("copy: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn json_from_file_names_the_leaf() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("err.txt");
+        std::fs::write(&path, P6).unwrap();
+        let out = diagnose(&["--file", path.to_str().unwrap(), "--json"], "");
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+        assert_eq!(v["stop"]["kind"], "result");
+        assert_eq!(v["stop"]["id"], "leaf_fragmentation");
+        assert_eq!(v["stop"]["diagnosis"]["causes"][0]["id"], "fragmentation");
+        assert_eq!(
+            v["reading"]["classification"]["classes"][0],
+            "fragmentation"
+        );
+    }
+
+    #[test]
+    fn scripted_answers_walk_a_tree() {
+        let out = diagnose(
+            &["--tree", "shared_memory", "--answers", "1,2", "--json"],
+            "",
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["stop"]["id"], "leaf_pinned");
+    }
+
+    #[test]
+    fn interactive_reads_answers_and_goes_back() {
+        let out = diagnose(&["--interactive", "--tree", "games"], "2\nb\n3\n");
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("Result: The game most likely exceeds"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_input_exits_2_with_one_line() {
+        for (args, stdin, says) in [
+            (&[][..], "", "no error text given"),
+            (
+                &[][..],
+                "just a log line, no error",
+                "no known out-of-memory",
+            ),
+            (
+                &["--file", "/nonexistent/err.txt"][..],
+                "",
+                "/nonexistent/err.txt",
+            ),
+            (&["--tree", "nope"][..], "", "unknown tree"),
+            (
+                &["--tree", "games", "--answers", "7"][..],
+                "",
+                "choose 1 to 4",
+            ),
+            (&["--lang", "xx"][..], P6, "not shipped"),
+        ] {
+            let out = diagnose(args, stdin);
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains(says) && err.trim().lines().count() == 1,
+                "{args:?}: {err}"
+            );
+        }
+        let huge = "x".repeat((1 << 20) + 10);
+        let out = diagnose(&[], &huge);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("more than 1 MiB"));
+    }
+}

@@ -70,13 +70,26 @@ pub fn causes_for(kb: &Knowledge, observations: &[Observation]) -> Vec<String> {
 }
 
 /// Ranks `candidates` (a leaf's order is the prior): those the evidence supports first, in
-/// the order of their strongest evidence, then the rest as given.
+/// the order of their strongest evidence, then the rest as given. Causes a pasted message
+/// points at but the leaf does not list are added, so a secondary finding (say, large
+/// non-PyTorch memory beside fragmentation) is not lost.
 pub fn diagnose(
     kb: &Knowledge,
     candidates: &[String],
     observations: &[Observation],
     lang: &str,
 ) -> Diagnosis {
+    let from_message: Vec<Observation> = observations
+        .iter()
+        .filter(|o| o.source == "message")
+        .cloned()
+        .collect();
+    let mut candidates = candidates.to_vec();
+    for c in causes_for(kb, &from_message) {
+        if !candidates.contains(&c) {
+            candidates.push(c);
+        }
+    }
     let support = |id: &str| -> Option<usize> {
         let c = kb.causes.get(id)?;
         observations.iter().position(|o| c.signs.contains(&o.fact))

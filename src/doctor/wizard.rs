@@ -48,6 +48,9 @@ pub enum View {
 pub struct AnsweredStep {
     pub question: String,
     pub answer: String,
+    /// For a step the evidence answered: the fact's short name…
+    pub because: Option<String>,
+    /// …and the evidence line with its figures.
     pub evidence: Option<String>,
 }
 
@@ -170,17 +173,20 @@ impl WizardState {
             .filter_map(|s| {
                 let node = kb.node(&s.node)?;
                 let option = node.options.get(s.option)?;
-                let evidence = s.auto.then(|| {
-                    let o = self
-                        .observations
-                        .iter()
-                        .find(|o| option.auto.contains(&o.fact))?;
-                    Some(evidence_line(kb, o, lang))
-                });
+                let seen = s
+                    .auto
+                    .then(|| {
+                        self.observations
+                            .iter()
+                            .find(|o| option.auto.contains(&o.fact))
+                    })
+                    .flatten();
                 Some(AnsweredStep {
                     question: node.text.get(lang).to_string(),
                     answer: option.text.get(lang).to_string(),
-                    evidence: evidence.flatten(),
+                    because: seen
+                        .and_then(|o| Some(kb.facts.get(&o.fact)?.label.get(lang).to_string())),
+                    evidence: seen.map(|o| evidence_line(kb, o, lang)),
                 })
             })
             .collect()
