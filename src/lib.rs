@@ -7,6 +7,7 @@
 pub mod accuracy;
 pub mod catalog;
 pub mod cli;
+pub mod doctor;
 pub mod import;
 pub mod memory;
 pub mod plan;

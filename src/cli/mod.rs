@@ -2,6 +2,7 @@
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
 mod accuracy;
+mod diagnose;
 mod monitor;
 mod plan;
 mod presets;
@@ -33,6 +34,8 @@ pub enum Command {
     Presets(presets::PresetsArgs),
     /// Compare the engine with measured reference data (median and p90 relative error).
     Accuracy(accuracy::AccuracyArgs),
+    /// Read an error message (stdin or --file) or answer questions; print causes and fixes.
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
@@ -42,6 +45,7 @@ pub fn run(cmd: Command) -> ExitCode {
         Command::Presets(a) => presets::run(&a),
         Command::Accuracy(a) => accuracy::run(&a),
         Command::Monitor(a) => return monitor::run(&a),
+        Command::Diagnose(a) => diagnose::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
