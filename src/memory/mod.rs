@@ -1,9 +1,12 @@
 //! Memory estimation: `Workload` in, `Breakdown` out. One module per kind of memory; the
 //! per-task estimators (`inference`, `training`) assemble them.
 
+pub mod any;
 pub mod arch;
 pub mod breakdown;
+pub mod diffusion;
 pub mod dtype;
+pub mod game;
 pub mod inference;
 pub mod kv_cache;
 pub mod options;
