@@ -4,6 +4,7 @@
 //! layers below them (`plan`, `memory`, `catalog`, …) never import egui and are plain data in,
 //! plain data out.
 
+pub mod accuracy;
 pub mod catalog;
 pub mod cli;
 pub mod memory;

@@ -1,6 +1,7 @@
 //! Command line: clap subcommands that call the domain layers and print tables or JSON.
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
+mod accuracy;
 mod plan;
 mod presets;
 
@@ -23,6 +24,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
+    /// Compare the engine with measured reference data (median and p90 relative error).
+    Accuracy(accuracy::AccuracyArgs),
 }
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
@@ -30,6 +33,7 @@ pub fn run(cmd: Command) -> ExitCode {
     let result = match cmd {
         Command::Plan(a) => plan::run(&a),
         Command::Presets(a) => presets::run(&a),
+        Command::Accuracy(a) => accuracy::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

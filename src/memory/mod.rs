@@ -1,6 +1,7 @@
 //! Memory estimation: `Workload` in, `Breakdown` out. One module per kind of memory; the
 //! per-task estimators (`inference`, `training`) assemble them.
 
+pub mod activations;
 pub mod any;
 pub mod arch;
 pub mod breakdown;
@@ -9,6 +10,8 @@ pub mod dtype;
 pub mod game;
 pub mod inference;
 pub mod kv_cache;
+pub mod lora;
+pub mod optimizer;
 pub mod options;
 pub mod overhead;
 pub mod training;
