@@ -229,7 +229,7 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
     } else {
         batch
     };
-    let s = sizes(w, decode_images);
+    let mut s = sizes(w, decode_images);
     let te_max = s.te.iter().cloned().fold(0.0, f64::max);
     let all_weights = s.te.iter().sum::<f64>() + s.denoiser + s.adapters + s.vae;
     let mut streamed = 0.0;
@@ -241,6 +241,11 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
             _ => !r.text_encoder_on_cpu,
         };
         let te_total: f64 = if te_on_gpu { s.te.iter().sum() } else { 0.0 };
+        // ComfyUI runs cond and uncond as one batch only when that fits (comfy/samplers.py
+        // `calc_cond_batch` checks free memory); otherwise one after the other.
+        if r.cfg && s.denoiser + s.adapters + s.act[1] + COMFY_MIN_INFERENCE > free {
+            s.act[1] /= 2.0;
+        }
         let act_max = s.act.iter().cloned().fold(0.0, f64::max);
         let everything = te_total + s.denoiser + s.adapters + s.vae + act_max + COMFY_MIN_INFERENCE;
         let keep_all = matches!(r.vram_mode, VramMode::High | VramMode::GpuOnly)
@@ -257,7 +262,14 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
             streamed = s.denoiser - on_gpu;
             partially_loaded = r.vram_mode != VramMode::No;
         }
-        stage_uses(&s, te_on_gpu, keep_all, on_gpu)
+        let mut st = stage_uses(&s, te_on_gpu, keep_all, on_gpu);
+        // Text encoders are model patchers too: loaded partially when they do not fit.
+        let te_room = (free - s.act[0] - COMFY_MIN_INFERENCE).max(0.0);
+        if !keep_all && st[0].text_encoders > te_room {
+            st[0].text_encoders = te_room;
+            partially_loaded = true;
+        }
+        st
     } else {
         let te_on_gpu = !r.text_encoder_on_cpu;
         match r.cpu_offload {
@@ -329,19 +341,34 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         Stage::Decode => ("vae_decode", "VAE decode"),
     };
     b.add(id, label, at.activations, Layer::Tensor);
-    // Reserved: the largest stage including the cache it leaves fragmented.
-    let reserved = Stage::ALL
+    // Reserved: the largest stage including the cache it leaves fragmented. The caching
+    // allocator frees its cache and retries before it reports out-of-memory
+    // (c10/cuda/CUDACachingAllocator.cpp), so beyond a small hard share the slack only grows
+    // into memory the card has spare.
+    let soft = Stage::ALL
         .iter()
         .map(|s| {
             let u = p.stages[*s as usize];
             u.weights() + u.activations * (1.0 + FRAGMENTATION[*s as usize])
         })
         .fold(0.0, f64::max)
-        + 0.01 * at.weights();
+        + 0.01 * at.weights()
+        - b.peak.tensors_bytes as f64;
+    let hard = 0.01 * at.weights() + 0.05 * at.activations;
+    let comfy_reserve = if w.run.engine == Engine::Diffusers {
+        0
+    } else {
+        w.run.reserve_vram_bytes
+    };
+    let external = (w.run.other_processes_bytes + comfy_reserve) as f64;
+    let spare = w.gpu.vram_bytes as f64
+        - external
+        - overhead::TORCH_CONTEXT_BYTES
+        - b.peak.tensors_bytes as f64;
     b.add(
         "allocator_overhead",
         "Allocator cache",
-        reserved - b.peak.tensors_bytes as f64,
+        hard.max(soft.min(spare)),
         Layer::Allocator,
     );
     b.add(
