@@ -42,6 +42,8 @@ def parse_args(argv):
     p.add_argument("--gpu-name", default=None, help="short GPU name for row ids (default: from the device)")
     p.add_argument("--workdir", default=None, help="where random checkpoints for quantized loads are cached")
     p.add_argument("--only", default=None, help="run only files whose name contains this text")
+    p.add_argument("--start-method", choices=("fork", "spawn"), default="fork",
+                   help="how each workload's child starts (spawn: slower, for a parent that started CUDA)")
     p.add_argument("--deadline-s", type=float, default=None,
                    help="start no workload after this many seconds (the rest get error rows)")
     return p.parse_args(argv)
@@ -72,10 +74,10 @@ def _child(conn, w, workdir, device, dry_run):
         conn.close()
 
 
-def run_isolated(w, workdir, device, dry_run):
+def run_isolated(w, workdir, device, dry_run, start_method="fork"):
     """One workload in a forked child: a fresh CUDA context, allocator and NVML view on a GPU;
     on the CPU the same path, so the dry run exercises it."""
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context(start_method)
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, w, workdir, device, dry_run))
     proc.start()
@@ -97,8 +99,10 @@ def run_isolated(w, workdir, device, dry_run):
 
 
 def quiet_offline():
-    """No downloads, no progress bars: everything is built from the configs in this folder."""
-    for key, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+    """No downloads, no progress bars: everything is built from the configs in this folder.
+    PYTORCH_NVML_BASED_CUDA_CHECK makes torch.cuda.is_available() (which diffusers calls on import)
+    ask NVML instead of starting CUDA, so this process can still fork children that use CUDA."""
+    for key, value in (("PYTORCH_NVML_BASED_CUDA_CHECK", "1"), ("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
                        ("TRANSFORMERS_VERBOSITY", "error"), ("DIFFUSERS_VERBOSITY", "error"),
                        ("TOKENIZERS_PARALLELISM", "false"), ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")):
         os.environ.setdefault(key, value)
@@ -140,7 +144,11 @@ def main(argv):
     if have_torch:
         import torch as torch_mod  # imported before the forks, so children start fast
         import steps
-        steps.preload()  # transformers, peft, diffusers imported once, shared by the forked children
+        steps.preload("cpu" if args.dry_run else "cuda")  # imported once, shared by the forked children
+    start_method = args.start_method
+    if mode == "gpu" and torch_mod.cuda.is_initialized():
+        print("warning: CUDA started in the parent; children are spawned (slower)", file=sys.stderr)
+        start_method = "spawn"
     # A GPU run reads the GPU from its children: this process never starts CUDA (fork safety).
     env = record.environment(torch_mod, "cpu") if mode != "gpu" else None
     workdir = args.workdir or tempfile.mkdtemp(prefix="vram-doctor-calib-")
@@ -161,7 +169,7 @@ def main(argv):
                 except steps.CheckFailed as e:
                     print(f"error: {w.path}: {e}", file=sys.stderr)
                     return 1
-            res = run_isolated(w, workdir, "cpu" if mode == "torch-cpu" else "cuda", mode == "torch-cpu")
+            res = run_isolated(w, workdir, "cpu" if mode == "torch-cpu" else "cuda", mode == "torch-cpu", start_method)
             res["checks"] = plan_checks[w.path] + full_size.get(w.model.name, []) + res.get("checks", [])
         if mode == "gpu":
             env = res.get("extras", {}).pop("env", None) or env or record.environment(None, "cuda")

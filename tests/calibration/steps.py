@@ -465,16 +465,17 @@ def run_diffusion(w, model, run, device, workdir, meter, res):
 
 # ---- One workload ---------------------------------------------------------------------------
 
-def preload():
-    """Imports the libraries the steps use, in the parent, so forked children share them."""
+def preload(device):
+    """Imports the libraries the steps use, in the parent, so forked children share them.
+    For a GPU run, peft is left to the children: it imports bitsandbytes, which asks CUDA for
+    the device's capability, and a parent that has started CUDA cannot fork working children."""
     import transformers  # noqa: F401
     from transformers import AutoModelForCausalLM, CLIPTextModel  # noqa: F401
-    for optional in ("peft", "diffusers", "bitsandbytes"):
-        if importlib.util.find_spec(optional) is not None:
-            __import__(optional)
     if importlib.util.find_spec("diffusers") is not None:
         from diffusers import AutoencoderKL, UNet2DConditionModel  # noqa: F401
         from diffusers.models.attention_processor import AttnProcessor  # noqa: F401
+    if device == "cpu" and importlib.util.find_spec("peft") is not None:
+        import peft  # noqa: F401
 
 
 def full_size_check(model):
