@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use vram_doctor::catalog::Catalog;
-use vram_doctor::memory::WorkloadFile;
+use vram_doctor::import::{self, Imported};
+use vram_doctor::memory::{Task, WorkloadFile};
 
 /// Field order of `../shared/reference/groundtruth-public.jsonl` rows (the reference schema).
 const SCHEMA: [&str; 14] = [
@@ -72,32 +73,75 @@ fn grid_is_in_the_planners_workload_format() {
         "issue 9 asks for at least 40 workloads, found {}",
         files.len()
     );
-    let preset_arch = Catalog::get()
-        .model("llama-3.1-8b")
-        .expect("catalog preset")
-        .arch
-        .clone();
+    let cat = Catalog::get();
     let mut tasks = BTreeMap::new();
     for f in &files {
+        let shown = f.display();
         let wf = WorkloadFile::load(f).unwrap_or_else(|e| panic!("{e}"));
-        // The planner's own [run] rules: choices, ranges, qlora needs a quantized base, …
-        let run = wf
-            .run
-            .resolve(&preset_arch)
-            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        *tasks.entry(run.task.as_str()).or_insert(0) += 1;
         let base = f.parent().expect("grid dir");
-        for rel in [&wf.model.hf_config, &wf.model.file].into_iter().flatten() {
-            assert!(
-                base.join(rel).is_file(),
-                "{}: {} does not exist",
-                f.display(),
-                rel.display()
+        if wf.run.task == Some(Task::Diffusion) {
+            // The pipeline the harness builds is the one the importer reads.
+            let path = base.join(
+                wf.model
+                    .file
+                    .as_ref()
+                    .expect("diffusion grid files give model.file"),
             );
+            let Ok(Imported::Pipeline(p)) = import::import(&path) else {
+                panic!("{shown}: {} is not a diffusers pipeline", path.display());
+            };
+            let names: BTreeSet<&str> = p.components.iter().map(|c| c.name.as_str()).collect();
+            assert!(
+                names.is_superset(&BTreeSet::from(["unet", "vae", "text_encoder"])),
+                "{shown}: {names:?}"
+            );
+            let run = wf
+                .run
+                .resolve(&cat.model("llama-3.1-8b").expect("preset").arch);
+            *tasks
+                .entry(run.expect("diffusion [run]").task.as_str())
+                .or_insert(0) += 1;
+            continue;
         }
-        if wf.model.preset.is_some() {
-            wf.resolve(base, None)
-                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        // LLM files resolve fully: presets from the catalog, config.json through the importer.
+        let w = wf
+            .resolve(base, Some(import::load_model))
+            .unwrap_or_else(|e| panic!("{shown}: {e}"));
+        *tasks.entry(w.run.task.as_str()).or_insert(0) += 1;
+        if let Some(cfg) = &wf.model.hf_config {
+            // Each config.json is a catalog model's: same shapes, same parameter count.
+            let id = cfg.file_stem().and_then(|s| s.to_str()).expect("file name");
+            let preset = cat.model(id).unwrap_or_else(|e| panic!("{shown}: {e}"));
+            let (a, b) = (&w.model, &preset.arch);
+            assert_eq!(
+                (
+                    a.layers,
+                    a.hidden,
+                    a.heads,
+                    a.kv_heads,
+                    a.head_dim,
+                    a.intermediate,
+                    a.vocab,
+                    a.tied_embeddings
+                ),
+                (
+                    b.layers,
+                    b.hidden,
+                    b.heads,
+                    b.kv_heads,
+                    b.head_dim,
+                    b.intermediate,
+                    b.vocab,
+                    b.tied_embeddings
+                ),
+                "{shown}: config.json and catalog preset {id} differ"
+            );
+            assert!(
+                (a.params - b.params).abs() / b.params < 1e-6,
+                "{shown}: {} vs {}",
+                a.params,
+                b.params
+            );
         }
     }
     for task in ["inference", "training", "diffusion"] {

@@ -1,11 +1,14 @@
 //! Memory estimation: `Workload` in, `Breakdown` out. One module per kind of memory; the
 //! per-task estimators (`inference`, `training`) assemble them.
 
+pub mod activations;
 pub mod arch;
 pub mod breakdown;
 pub mod dtype;
 pub mod inference;
 pub mod kv_cache;
+pub mod lora;
+pub mod optimizer;
 pub mod options;
 pub mod overhead;
 pub mod training;
@@ -24,6 +27,11 @@ pub fn estimate(w: &Workload) -> Breakdown {
         Task::Training => training::estimate(w),
         _ => inference::estimate(w),
     };
-    b.add("other_processes", "Other programs on the GPU", w.run.other_processes_bytes as f64, Layer::External);
+    b.add(
+        "other_processes",
+        "Other programs on the GPU",
+        w.run.other_processes_bytes as f64,
+        Layer::External,
+    );
     b
 }

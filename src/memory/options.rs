@@ -85,6 +85,14 @@ choice!(
 );
 
 choice!(
+    /// The output the model computes: next-token logits over the vocabulary, or a classifier.
+    Objective, "run.objective" {
+        CausalLm = "causal-lm" | "lm",
+        Classification = "classification",
+    }
+);
+
+choice!(
     Method, "run.method" {
         Full = "full",
         Lora = "lora",
@@ -147,9 +155,15 @@ mod tests {
         for n in Engine::NAMES {
             assert_eq!(n.parse::<Engine>().unwrap().as_str(), *n);
         }
-        assert_eq!("Flash_Attention_2".parse::<Attention>().unwrap(), Attention::Flash);
+        assert_eq!(
+            "Flash_Attention_2".parse::<Attention>().unwrap(),
+            Attention::Flash
+        );
         let e = "adamx".parse::<Optimizer>().unwrap_err();
-        assert!(e.contains("run.optimizer") && e.contains("adamw, adamw-8bit"), "{e}");
+        assert!(
+            e.contains("run.optimizer") && e.contains("adamw, adamw-8bit"),
+            "{e}"
+        );
     }
 
     #[test]

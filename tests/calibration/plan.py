@@ -156,7 +156,7 @@ def check_plan(w, reduced):
         rule(w.run.seq <= full.get("max_position_embeddings", w.run.seq), "seq within max_context", w.run.seq)
         if w.model.published_params is not None:
             got = llm_params(w.model.model_type, full)
-            rule(got == w.model.published_params, "config gives the published parameter count",
+            rule(got == w.model.published_params, "config gives the catalog's parameter count",
                  f"{got} vs {w.model.published_params}")
     else:
         for comp in ("unet", "vae"):

@@ -223,14 +223,19 @@ def _load_json(origin, path):
             _fail(origin, f"{path}: not valid JSON: {e}")
 
 
-def _llm_from_hf_config(origin, path):
+def _llm_from_hf_config(origin, path, repo_root):
+    """A config.json as on Hugging Face. Its model is named after the file; the catalog preset of
+    that name, where there is one, gives the published parameter count the plan is checked against."""
     d = _load_json(origin, path)
-    published = d.get("_published_params")
     cfg = {k: v for k, v in d.items() if not k.startswith("_")}
+    for key in ("torch_dtype", "transformers_version"):  # file metadata, not architecture
+        cfg.pop(key, None)
     model_type = cfg.pop("model_type", None)
     if model_type not in LLM_FAMILIES:
         _fail(origin, f"{path}: model_type {model_type!r} is not built here; use one of {sorted(LLM_FAMILIES)}")
     name = os.path.splitext(os.path.basename(path))[0]
+    preset = _find_preset(repo_root, name)
+    published = int(preset["params"]) if preset else None
     return LlmModel(name=name, model_type=model_type, config=cfg, published_params=published)
 
 
@@ -249,16 +254,19 @@ def _llm_from_arch(name, arch, published):
     return LlmModel(name=name, model_type="llama", config=cfg, published_params=published)
 
 
-def _preset(origin, repo_root, preset_id):
-    path = os.path.join(repo_root, "presets", "models.toml")
-    with open(path, "rb") as f:
+def _find_preset(repo_root, preset_id):
+    with open(os.path.join(repo_root, "presets", "models.toml"), "rb") as f:
         presets = tomllib.load(f).get("model", [])
-    for p in presets:
-        if p.get("id") == preset_id:
-            if p.get("moe") or p.get("mla") or p.get("mlp", "gated") != "gated":
-                _fail(origin, f"model.preset = '{preset_id}' is not Llama-shaped; give model.hf_config instead")
-            return p
-    _fail(origin, f"model.preset = '{preset_id}' is not in presets/models.toml; give model.hf_config or the architecture")
+    return next((p for p in presets if p.get("id") == preset_id), None)
+
+
+def _preset(origin, repo_root, preset_id):
+    p = _find_preset(repo_root, preset_id)
+    if p is None:
+        _fail(origin, f"model.preset = '{preset_id}' is not in presets/models.toml; give model.hf_config or the architecture")
+    if p.get("moe") or p.get("mla") or p.get("mlp", "gated") != "gated" or p.get("sliding_window"):
+        _fail(origin, f"model.preset = '{preset_id}' is not Llama-shaped; give model.hf_config instead")
+    return p
 
 
 def _diffusion_from_index(origin, path):
@@ -292,7 +300,7 @@ def resolve_model(origin, table, base_dir, repo_root, task):
     if "file" in table:
         _fail(origin, "model.file: weights files are not read here; give model.hf_config or model.preset")
     if "hf_config" in table:
-        model = _llm_from_hf_config(origin, os.path.join(base_dir, table["hf_config"]))
+        model = _llm_from_hf_config(origin, os.path.join(base_dir, table["hf_config"]), repo_root)
     elif "preset" in table:
         p = _preset(origin, repo_root, table["preset"])
         model = _llm_from_arch(p["id"], p, int(p["params"]))
