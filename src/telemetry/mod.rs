@@ -17,11 +17,14 @@ pub mod detect;
 pub mod format;
 pub mod history;
 pub mod nvml;
+pub mod pdh;
 pub mod record;
 pub mod replay;
 pub mod sample;
 pub mod sampler;
 pub mod source;
+#[cfg(windows)]
+pub mod windows;
 
 pub use sample::{
     GpuSample, GpuStatus, MemorySample, ProcessKind, ProcessSample, SharedMemory, Snapshot,

@@ -45,6 +45,7 @@ pub struct NvmlSource {
     memory_v1: bool,
     devices: Vec<DeviceCache>,
     names: HashMap<u32, String>,
+    lost: Vec<GpuSample>,
 }
 
 impl NvmlSource {
@@ -61,6 +62,7 @@ impl NvmlSource {
             memory_v1: false,
             devices: Vec::new(),
             names: HashMap::new(),
+            lost: Vec::new(),
         }
     }
 
@@ -78,7 +80,8 @@ impl NvmlSource {
         };
         let nvml = res.map_err(|e| classify(&e))?;
         self.nvml = Some(nvml);
-        self.devices.clear();
+        // The device cache (names, UUIDs by index) is kept: after a GPU was lost and NVML was
+        // re-opened, the lost GPU is still shown under its name.
         self.memory_v1 = false;
         Ok(())
     }
@@ -92,8 +95,18 @@ impl NvmlSource {
         Snapshot {
             time_ms: now_ms(),
             source: SourceKind::Nvml,
+            gpus: self.shown_while_down(&state),
             state,
-            gpus: Vec::new(),
+        }
+    }
+
+    /// While NVML is down because every GPU was lost, the lost GPUs stay in the snapshots
+    /// (marked lost), so the UI and the detectors see *which* GPU is gone.
+    fn shown_while_down(&self, state: &SourceState) -> Vec<GpuSample> {
+        if matches!(state, SourceState::GpuLost(_)) {
+            self.lost.clone()
+        } else {
+            Vec::new()
         }
     }
 
@@ -126,6 +139,7 @@ impl NvmlSource {
         }
         self.names.retain(|pid, _| seen.contains(pid));
         if !gpus.is_empty() && gpus.iter().all(|g| g.status == GpuStatus::Lost) {
+            self.lost = gpus;
             return Err(SourceState::GpuLost("every GPU stopped answering".into()));
         }
         Ok(gpus)
@@ -144,7 +158,7 @@ impl Source for NvmlSource {
                     time_ms: now_ms(),
                     source: SourceKind::Nvml,
                     state: self.state.clone(),
-                    gpus: Vec::new(),
+                    gpus: self.shown_while_down(&self.state),
                 };
             }
             if let Err(state) = self.open() {
@@ -161,6 +175,7 @@ impl Source for NvmlSource {
                     SourceState::Ok
                 };
                 self.retry_wait = self.min_retry;
+                self.lost.clear();
                 Snapshot {
                     time_ms: now_ms(),
                     source: SourceKind::Nvml,

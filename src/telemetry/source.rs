@@ -17,10 +17,16 @@ pub trait Source: Send {
     }
 }
 
-/// The first live source that finds a GPU on this machine: NVML, then AMD sysfs, then (on Windows)
-/// the performance counters. When none finds one, the error is NVML's state, which says why
-/// (no driver, no permission, ...).
+/// The first live source that finds a GPU on this machine: on Windows the performance counters
+/// (which include NVML and add shared memory), then NVML, then AMD sysfs on Linux. When none finds
+/// one, the error is NVML's state, which says why (no driver, no permission, ...).
 pub fn detect() -> Result<Box<dyn Source>, SourceState> {
+    #[cfg(windows)]
+    {
+        if let Some(win) = super::windows::WindowsSource::open() {
+            return Ok(Box::new(win));
+        }
+    }
     let mut nvml = super::nvml::NvmlSource::new(None);
     let first = nvml.sample();
     if first.state.is_ok() && !first.gpus.is_empty() {
@@ -31,12 +37,6 @@ pub fn detect() -> Result<Box<dyn Source>, SourceState> {
         let amd = super::amd::AmdSource::system();
         if amd.gpu_count() > 0 {
             return Ok(Box::new(amd));
-        }
-    }
-    #[cfg(windows)]
-    {
-        if let Some(win) = super::windows::WindowsSource::open() {
-            return Ok(Box::new(win));
         }
     }
     Err(if first.state.is_ok() {
