@@ -1,6 +1,8 @@
 //! Command line: clap subcommands that call the domain layers and print tables or JSON.
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
+mod accuracy;
+mod diagnose;
 mod monitor;
 mod plan;
 mod presets;
@@ -25,11 +27,15 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Estimate a workload's memory, part by part, and find the cheapest plan that fits.
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
     /// Watch GPU memory live: per GPU and per process, with alerts, recording and replay.
     Monitor(monitor::MonitorArgs),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
+    /// Compare the engine with measured reference data (median and p90 relative error).
+    Accuracy(accuracy::AccuracyArgs),
+    /// Read an error message (stdin or --file) or answer questions; print causes and fixes.
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
@@ -37,7 +43,9 @@ pub fn run(cmd: Command) -> ExitCode {
     let result = match cmd {
         Command::Plan(a) => plan::run(&a),
         Command::Presets(a) => presets::run(&a),
+        Command::Accuracy(a) => accuracy::run(&a),
         Command::Monitor(a) => return monitor::run(&a),
+        Command::Diagnose(a) => diagnose::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
