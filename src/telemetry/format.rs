@@ -412,4 +412,18 @@ mod tests {
             assert!(parse_csv_row(&join(&f)).is_err(), "column {col} = {junk:?}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_survives_a_csv_field(text in ".*", other in "[a-z,\"]*") {
+            let line = format!("{},{}", field(&text), field(&other));
+            let cols = split_csv(&line);
+            proptest::prop_assert_eq!(cols, vec![text.replace(['\n', '\r'], " "), other]);
+        }
+
+        #[test]
+        fn any_line_parses_or_errs_without_panicking(line in ".{0,300}") {
+            let _ = parse_csv_row(&line);
+        }
+    }
 }
