@@ -78,6 +78,34 @@ pub struct RunSection {
     pub texture_quality: Option<String>,
     pub ray_tracing: Option<bool>,
     pub frame_generation: Option<bool>,
+    // More diffusion fields (read by memory::diffusion; see its docs for the defaults).
+    /// Output frames of a video model.
+    pub frames: Option<i64>,
+    /// Classifier-free guidance (cond + uncond batch); defaults to the model's usual setting.
+    pub cfg: Option<bool>,
+    /// diffusers `enable_vae_slicing`: decode the batch one image at a time.
+    pub vae_slicing: Option<bool>,
+    /// false: stop at the latents (diffusers `output_type="latent"`), no VAE decode.
+    pub vae_decode: Option<bool>,
+    /// Tiny autoencoder (TAESD) instead of the full VAE.
+    pub tiny_vae: Option<bool>,
+    /// ComfyUI VRAM mode: normal | lowvram | novram | highvram | gpu-only.
+    pub vram_mode: Option<super::diffusion::VramMode>,
+    /// diffusers offloading: none | model | sequential.
+    pub cpu_offload: Option<super::diffusion::CpuOffload>,
+    /// Text-encoder weight format: one for all, or a comma list in the model's encoder order.
+    pub text_encoder_weights: Option<String>,
+    /// Run the text encoders on the CPU (or use precomputed prompt embeddings).
+    pub text_encoder_on_cpu: Option<bool>,
+    /// Number of LoRAs loaded (each of `lora_rank`).
+    pub loras: Option<i64>,
+    pub controlnets: Option<i64>,
+    pub ip_adapter: Option<bool>,
+    /// ComfyUI `--reserve-vram` in GiB (default 0.6, its Windows default).
+    pub reserve_vram_gib: Option<f64>,
+    // More game fields (read by memory::game).
+    /// Upscaler mode: none | quality | balanced | performance | ultra-performance (DLSS/FSR/XeSS).
+    pub upscaler: Option<String>,
 }
 
 /// A whole workload file.
@@ -232,10 +260,26 @@ impl WorkloadFile {
     /// Resolves presets and defaults into a checked workload. `base` is the directory relative
     /// paths in the file are taken from; `loader` imports model files.
     pub fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<Workload, String> {
+        let gpu = self.gpu.resolve()?;
+        let (model_name, model) = self.model.resolve(base, loader)?;
+        let run = self.run.resolve(&model)?;
+        Ok(Workload {
+            gpu,
+            model_name,
+            model,
+            run,
+        })
+    }
+}
+
+impl GpuSection {
+    /// The card(s) of `[gpu]`: a preset (optionally with its capacity overridden) or a bare
+    /// capacity. Shared by every task.
+    pub fn resolve(&self) -> Result<GpuTarget, String> {
         let cat = Catalog::get();
-        let count = int_in("gpu.count", self.gpu.count.map(i64::from), 1, 1, 1024)?;
+        let count = int_in("gpu.count", self.count.map(i64::from), 1, 1, 1024)?;
         let gpu =
-            match (&self.gpu.preset, self.gpu.vram_gib) {
+            match (&self.preset, self.vram_gib) {
                 (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
                 (Some(p), Some(v)) => {
                     let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
@@ -255,14 +299,7 @@ impl WorkloadFile {
                         .into(),
                 ),
             };
-        let (model_name, model) = self.model.resolve(base, loader)?;
-        let run = self.run.resolve(&model)?;
-        Ok(Workload {
-            gpu,
-            model_name,
-            model,
-            run,
-        })
+        Ok(gpu)
     }
 }
 

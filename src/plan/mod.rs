@@ -1,6 +1,8 @@
 //! Planning: strategies that change a workload, their cost, and the search for the cheapest
 //! plan that fits; the JSON result of `vram-doctor plan`.
 
+pub mod diffusion;
+pub mod game;
 pub mod search;
 pub mod strategy;
 
