@@ -155,3 +155,19 @@ fn demo_record_then_replay_both_formats() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "keep me\n");
 }
+
+#[test]
+fn auto_detection_finds_the_library_named_in_the_environment() {
+    let fake = FakeNvml::new("gpu0.name = Found By Detect\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(["monitor", "--once", "--json"])
+        .env("VRAM_DOCTOR_NVML_LIB", &fake.lib)
+        .output()
+        .expect("run vram-doctor");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s: Snapshot = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        (s.source, s.gpus[0].name.as_str()),
+        (SourceKind::Nvml, "Found By Detect")
+    );
+}

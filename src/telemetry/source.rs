@@ -17,9 +17,13 @@ pub trait Source: Send {
     }
 }
 
+/// Environment variable naming the NVML library [`detect`] loads instead of the system's.
+pub const NVML_LIB_ENV: &str = "VRAM_DOCTOR_NVML_LIB";
+
 /// The first live source that finds a GPU on this machine: on Windows the performance counters
 /// (which include NVML and add shared memory), then NVML, then AMD sysfs on Linux. When none finds
 /// one, the error is NVML's state, which says why (no driver, no permission, ...).
+/// `VRAM_DOCTOR_NVML_LIB` names another NVML library to load (tests, unusual installs).
 pub fn detect() -> Result<Box<dyn Source>, SourceState> {
     #[cfg(windows)]
     {
@@ -27,7 +31,8 @@ pub fn detect() -> Result<Box<dyn Source>, SourceState> {
             return Ok(Box::new(win));
         }
     }
-    let mut nvml = super::nvml::NvmlSource::new(None);
+    let lib = std::env::var_os(NVML_LIB_ENV).map(std::path::PathBuf::from);
+    let mut nvml = super::nvml::NvmlSource::new(lib);
     let first = nvml.sample();
     if first.state.is_ok() && !first.gpus.is_empty() {
         return Ok(Box::new(nvml));
