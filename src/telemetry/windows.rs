@@ -177,8 +177,9 @@ impl WindowsSource {
     /// `None` when the GPU counters are missing (Windows before WDDM 2.0, a server without GPUs).
     pub fn open() -> Option<WindowsSource> {
         let query = Query::open()?;
+        let lib = std::env::var_os(super::source::NVML_LIB_ENV).map(std::path::PathBuf::from);
         let s = WindowsSource {
-            nvml: NvmlSource::new(None),
+            nvml: NvmlSource::new(lib),
             query,
         };
         let c = s.query.collect()?;
