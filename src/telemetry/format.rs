@@ -157,21 +157,22 @@ pub fn csv_rows(s: &Snapshot) -> String {
 
 /// Splits one CSV line (RFC 4180 quoting, no embedded line breaks).
 pub fn split_csv(line: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
+    let mut out = Vec::new();
+    let mut cur = String::new();
     let mut quoted = false;
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
-        let cur = out.last_mut().expect("never empty");
         match (c, quoted) {
             ('"', true) if chars.peek() == Some(&'"') => {
                 chars.next();
                 cur.push('"');
             }
             ('"', _) => quoted = !quoted,
-            (',', false) => out.push(String::new()),
+            (',', false) => out.push(std::mem::take(&mut cur)),
             _ => cur.push(c),
         }
     }
+    out.push(cur);
     out
 }
 
