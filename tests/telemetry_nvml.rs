@@ -1,4 +1,6 @@
 //! The NVML source against the fake `libnvidia-ml.so.1`: the real nvml-wrapper code path, no GPU.
+//! Linux only: the fake is built as an ELF shared object with GNU linker flags.
+#![cfg(target_os = "linux")]
 
 #[path = "common/fake_nvml.rs"]
 mod fake_nvml;
