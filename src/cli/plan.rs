@@ -128,7 +128,8 @@ impl PlanArgs {
             .as_deref()
             .and_then(Path::parent)
             .unwrap_or(Path::new("."));
-        self.workload_file()?.resolve(base, None)
+        self.workload_file()?
+            .resolve(base, Some(crate::import::load_model))
     }
 }
 
