@@ -85,38 +85,34 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
     if !strongest.is_empty() && fits(&strongest, false).is_none() {
         return None;
     }
-    // (cost, points, speed, choice per group: 0 = none, i + 1 = option i)
-    let mut combos: Vec<(f64, f64, f64, Vec<u8>)> = vec![(0.0, 0.0, 1.0, Vec::new())];
-    for g in &groups {
+    // (cost, points, speed, choices): 4 bits per group, 0 = none, i + 1 = option i. Packed so
+    // that thousands of combinations rank without an allocation each.
+    debug_assert!(groups.len() <= 16 && groups.iter().all(|g| g.len() < 16));
+    let mut combos: Vec<(f64, f64, f64, u64)> = vec![(0.0, 0.0, 1.0, 0)];
+    for (gi, g) in groups.iter().enumerate() {
         let mut next = Vec::with_capacity(combos.len() * (g.len() + 1));
-        for (_, pts, speed, choice) in &combos {
-            let mut none = choice.clone();
-            none.push(0);
-            next.push((cost(*pts, *speed), *pts, *speed, none));
+        for &(c, pts, speed, choice) in &combos {
+            next.push((c, pts, speed, choice));
             for (i, s) in g.iter().enumerate() {
                 let p = pts + points(s, w);
                 let sp = speed * s.speed_factor(&w.run);
-                let mut c = choice.clone();
-                c.push(i as u8 + 1);
-                next.push((cost(p, sp), p, sp, c));
+                next.push((cost(p, sp), p, sp, choice | ((i as u64 + 1) << (4 * gi))));
             }
         }
         combos = next;
     }
-    combos.sort_by(|a, b| {
-        a.0.total_cmp(&b.0).then(
-            a.3.iter()
-                .filter(|&&x| x > 0)
-                .count()
-                .cmp(&b.3.iter().filter(|&&x| x > 0).count()),
-        )
+    combos.sort_unstable_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then(a.3.count_ones().cmp(&b.3.count_ones()))
     });
     combos.into_iter().find_map(|(c, _, speed, choice)| {
-        let chosen: Vec<&Strategy> = choice
+        let chosen: Vec<&Strategy> = groups
             .iter()
-            .zip(&groups)
-            .filter(|(i, _)| **i > 0)
-            .map(|(i, g)| &g[usize::from(*i) - 1])
+            .enumerate()
+            .filter_map(|(gi, g)| match (choice >> (4 * gi)) & 0xf {
+                0 => None,
+                i => g.get(i as usize - 1),
+            })
             .collect();
         let b = fits(&chosen, true)?;
         let workload = apply_all(w, &chosen)?;
