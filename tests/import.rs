@@ -1044,3 +1044,96 @@ fn dispatch_by_content_and_name() {
             .contains("no config.json")
     );
 }
+
+// ---------------------------------------------------------------- files written by the reference packages
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+fn expected(rel: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(data(rel)).unwrap()).unwrap()
+}
+
+/// GGUF files written by gguf-py's GGUFWriter (tests/data/gen_fixtures.py); the expected sizes
+/// are what gguf-py's own GGUFReader reads from them.
+#[test]
+fn gguf_files_from_gguf_py_read_as_gguf_py_reads_them() {
+    for (file, want) in [
+        (
+            "gguf/tiny-llama-q8_0.gguf",
+            "gguf/tiny-llama-q8_0.expected.json",
+        ),
+        (
+            "gguf/tiny-qwen2moe-f16.gguf",
+            "gguf/tiny-qwen2moe-f16.expected.json",
+        ),
+    ] {
+        let e = expected(want);
+        let m = imp::import_model(&data(file)).unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(m.params_in_files, e["params"].as_u64(), "{file}");
+        assert_eq!(m.weight_bytes, e["tensor_bytes"].as_u64(), "{file}");
+        assert_eq!(
+            m.gguf.as_ref().unwrap().tensor_count as u64,
+            e["tensor_count"].as_u64().unwrap()
+        );
+        for (ty, bytes) in e["bytes_by_type"].as_object().unwrap() {
+            assert_eq!(
+                m.weight_bytes_by_dtype.get(ty).copied(),
+                bytes.as_u64(),
+                "{file} {ty}"
+            );
+        }
+    }
+    let llama = imp::import_model(&data("gguf/tiny-llama-q8_0.gguf")).unwrap();
+    assert_eq!(llama.name, "tiny llama");
+    assert_eq!(llama.weights, Some(WeightFormat::Gguf(GgufFileType::Q8_0)));
+    assert_eq!(
+        (
+            llama.arch.layers,
+            llama.arch.hidden,
+            llama.arch.heads,
+            llama.arch.kv_heads
+        ),
+        (2, 64, 4, 2)
+    );
+    assert_eq!(
+        (
+            llama.arch.head_dim,
+            llama.arch.vocab,
+            llama.arch.max_context
+        ),
+        (16, 32, Some(512))
+    );
+    let moe = imp::import_model(&data("gguf/tiny-qwen2moe-f16.gguf")).unwrap();
+    assert!(moe.arch.tied_embeddings);
+    let m = moe.arch.moe.unwrap();
+    assert_eq!(
+        (m.experts, m.active, m.expert_intermediate, m.shared_experts),
+        (4, 2, 16, 2)
+    );
+    assert_eq!(moe.weights, Some(WeightFormat::Gguf(GgufFileType::F16)));
+}
+
+/// A sharded checkpoint written by the safetensors package: the header count equals what
+/// safetensors' own reader counts, and the qwen2 convention (q/k/v biases, tied head) gives the
+/// same number from config.json.
+#[test]
+fn safetensors_shards_from_the_reference_package() {
+    let e = expected("safetensors/tiny-qwen2/expected.json");
+    let m = imp::import_model(&data("safetensors/tiny-qwen2")).unwrap();
+    assert_eq!(m.params_in_files, e["params"].as_u64());
+    assert_eq!(m.params_by_shape, e["params"].as_u64());
+    assert_eq!(m.weight_bytes, e["total_bytes"].as_u64());
+    for (ty, bytes) in e["bytes_by_dtype"].as_object().unwrap() {
+        assert_eq!(
+            m.weight_bytes_by_dtype.get(ty).copied(),
+            bytes.as_u64(),
+            "{ty}"
+        );
+    }
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    assert_eq!(m.weights, Some(WeightFormat::Fp16));
+}

@@ -212,17 +212,16 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         ));
     }
     // Gemma 3's single-modality checkpoints say model_type "gemma3_text" at the top level.
-    let conv =
-        match table.get(&text_type) {
-            Some(c) => c,
-            None => {
-                notes.push(format!(
-                "model_type '{}' is not one this program knows; counted as a Llama-style decoder",
-                if text_type.is_empty() { "(none)" } else { &text_type }
+    let conv = match table.get(&text_type) {
+        Some(c) => c,
+        None => {
+            notes.push(format!(
+                "model_type {} is not one this program knows; counted as a Llama-style decoder",
+                super::reader::shown(&text_type)
             ));
-                &table["llama"]
-            }
-        };
+            &table["llama"]
+        }
+    };
     let cfg = Cfg {
         v: text_v,
         defaults: &conv.defaults,
@@ -600,7 +599,8 @@ fn weight_format(root: &Value, text: &Value) -> (Option<WeightFormat>, Option<St
             None => (
                 None,
                 Some(format!(
-                    "quantization_config '{method}' is not one the engine models; choose the weight format by hand"
+                    "quantization_config {} is not one the engine models; choose the weight format by hand",
+                    super::reader::shown(&method)
                 )),
             ),
         };

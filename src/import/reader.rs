@@ -148,6 +148,14 @@ pub fn read_small_text(path: &std::path::Path, max: u64) -> Result<String, Strin
     Ok(text)
 }
 
+/// A name read from a file, fit for a one-line message: quoted, control characters escaped,
+/// cut to 80 characters.
+pub fn shown(name: &str) -> String {
+    let cut: String = name.chars().take(80).collect();
+    let more = if cut.len() < name.len() { "…" } else { "" };
+    format!("{:?}{more}", cut)
+}
+
 /// A name from a file (a shard, a pipeline component) must stay inside that file's folder.
 pub fn is_plain_file_name(s: &str) -> bool {
     !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0', ':'])
@@ -172,6 +180,13 @@ mod tests {
         r.skip(2, "padding").unwrap();
         assert_eq!(r.remaining(), 0);
         assert!(r.u8("byte").is_err());
+    }
+
+    #[test]
+    fn names_in_messages_stay_on_one_line() {
+        assert_eq!(shown("blk.0.attn_q"), "\"blk.0.attn_q\"");
+        assert_eq!(shown("a\nb"), "\"a\\nb\"");
+        assert_eq!(shown(&"x".repeat(100)).chars().count(), 83);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! data. The reference implementation refuses headers over 100 MB (`MAX_HEADER_SIZE`); so do we.
 //! A sharded checkpoint adds `*.safetensors.index.json` with `weight_map: {tensor: shard}`.
 
-use super::reader::{HeaderReader, is_plain_file_name, read_small_text};
+use super::reader::{HeaderReader, is_plain_file_name, read_small_text, shown};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};
@@ -80,7 +80,8 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, String> {
             continue;
         }
         h.tensors.push(
-            entry(&name, &v, data_len).map_err(|e| r.err(format_args!("tensor '{name}': {e}")))?,
+            entry(&name, &v, data_len)
+                .map_err(|e| r.err(format_args!("tensor {}: {e}", shown(&name))))?,
         );
     }
     Ok(h)
@@ -232,22 +233,26 @@ pub fn read_any(path: &Path) -> Result<WeightSummary, String> {
 
 /// Reads a sharded checkpoint through its index: every shard's header, checked against the map.
 pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
-    let shown = path.display();
+    let origin = path.display();
     let text = read_small_text(path, MAX_INDEX)?;
     let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{shown}: not valid JSON: {e}"))?;
+        serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
     let map = json
         .get("weight_map")
         .and_then(|m| m.as_object())
-        .ok_or_else(|| format!("{shown}: no weight_map (not a safetensors index)"))?;
+        .ok_or_else(|| format!("{origin}: no weight_map (not a safetensors index)"))?;
     let mut shards: Vec<&str> = Vec::new();
     for (tensor, shard) in map {
-        let shard = shard
-            .as_str()
-            .ok_or_else(|| format!("{shown}: weight_map entry '{tensor}' is not a file name"))?;
+        let shard = shard.as_str().ok_or_else(|| {
+            format!(
+                "{origin}: weight_map entry {} is not a file name",
+                shown(tensor)
+            )
+        })?;
         if !is_plain_file_name(shard) {
             return Err(format!(
-                "{shown}: shard '{shard}' is not a plain file name in the same folder"
+                "{origin}: shard {} is not a plain file name in the same folder",
+                shown(shard)
             ));
         }
         if !shards.contains(&shard) {
@@ -255,7 +260,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
         }
     }
     if shards.is_empty() {
-        return Err(format!("{shown}: weight_map is empty"));
+        return Err(format!("{origin}: weight_map is empty"));
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut s = WeightSummary::default();
@@ -263,7 +268,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
         let p = dir.join(shard);
         if !p.is_file() {
             return Err(format!(
-                "{shown}: shard {shard} is missing (download every file the index lists)"
+                "{origin}: shard {shard} is missing (download every file the index lists)"
             ));
         }
         s.add(p.clone(), read(&p)?);
@@ -273,7 +278,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
     let missing = map.keys().filter(|k| !present.contains(k.as_str())).count();
     if missing > 0 {
         s.notes.push(format!(
-            "{missing} tensors listed in {shown} are in none of its shards"
+            "{missing} tensors listed in {origin} are in none of its shards"
         ));
     }
     if let Some(total) = json
@@ -282,7 +287,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
         && total != s.total_bytes
     {
         s.notes.push(format!(
-            "{shown} says total_size {total} but the shards hold {} bytes",
+            "{origin} says total_size {total} but the shards hold {} bytes",
             s.total_bytes
         ));
     }
