@@ -1137,3 +1137,50 @@ fn safetensors_shards_from_the_reference_package() {
     assert!(m.notes.is_empty(), "{:?}", m.notes);
     assert_eq!(m.weights, Some(WeightFormat::Fp16));
 }
+
+// ---------------------------------------------------------------- the inspect command
+
+fn inspect(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .arg("inspect")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn inspect_prints_what_was_read() {
+    let p = config_path("llama-3.1-8b.json");
+    let out = inspect(&[p.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("8,030,261,248 from the config's shapes"),
+        "{text}"
+    );
+    assert!(text.contains("32 layers"), "{text}");
+    let json = inspect(&[
+        data("gguf/tiny-llama-q8_0.gguf").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(json.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["kind"], "model");
+    assert_eq!(v["params_in_files"], 78_144);
+    assert_eq!(v["gguf"]["file_type_name"], "Q8_0");
+}
+
+#[test]
+fn inspect_bad_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("broken.gguf");
+    std::fs::write(&p, b"GGUF\x03\x00\x00\x00").unwrap();
+    let out = inspect(&[p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("broken.gguf") && err.contains("file ends inside the header"),
+        "{err}"
+    );
+}

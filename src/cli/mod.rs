@@ -1,6 +1,7 @@
 //! Command line: clap subcommands that call the domain layers and print tables or JSON.
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
+mod inspect;
 mod plan;
 mod presets;
 
@@ -27,6 +28,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
+    /// Show what a model file or folder holds (config.json, safetensors, GGUF, diffusers).
+    Inspect(inspect::InspectArgs),
 }
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
@@ -34,6 +37,7 @@ pub fn run(cmd: Command) -> ExitCode {
     let result = match cmd {
         Command::Plan(a) => plan::run(&a),
         Command::Presets(a) => presets::run(&a),
+        Command::Inspect(a) => inspect::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
