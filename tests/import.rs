@@ -869,13 +869,19 @@ fn broken_safetensors_files_get_clear_errors() {
     };
     assert!(st_err(&with_len(u64::MAX)).contains("over the 100 MB limit"));
     assert!(st_err(&with_len(50_000_000)).contains("file ends inside the header"));
-    assert!(st_err(&with_len(3)).contains("not valid JSON"));
+    assert!(st_err(&with_len(3)).contains("not a valid safetensors header"));
     let json = |j: &str| {
         let mut v = (j.len() as u64).to_le_bytes().to_vec();
         v.extend(j.as_bytes());
         v
     };
-    assert!(st_err(&json("[]")).contains("not a JSON object"));
+    assert!(st_err(&json("[]")).contains("expected a JSON object of tensor entries"));
+    assert!(st_err(&json(r#"{"w":[1]}"#)).contains("tensor \"w\": invalid type"));
+    let long_shape = format!(
+        r#"{{"w":{{"dtype":"F16","shape":[{}],"data_offsets":[0,0]}}}}"#,
+        ["1"; 17].join(",")
+    );
+    assert!(st_err(&json(&long_shape)).contains("more than 16 numbers"));
     assert!(
         st_err(&json(
             r#"{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}"#
@@ -891,11 +897,18 @@ fn broken_safetensors_files_get_clear_errors() {
         ))
         .contains("bad data_offsets")
     );
-    assert!(
-        st_err(&json(
-            r#"{"w":{"dtype":"F16","shape":[-1],"data_offsets":[0,0]}}"#
-        ))
-        .contains("whole number")
+    let neg = json(r#"{"w":{"dtype":"F16","shape":[-1],"data_offsets":[0,0]}}"#);
+    assert!(st_err(&neg).contains("expected u64"));
+    let one_offset = json(r#"{"w":{"dtype":"F16","shape":[1],"data_offsets":[0]}}"#);
+    assert!(st_err(&one_offset).contains("two whole numbers"));
+    let odd_meta = json(
+        r#"{"__metadata__":{"format":"pt","n":3,"x":{"y":[1]}},"w":{"dtype":"F16","shape":[0],"data_offsets":[0,0]}}"#,
+    );
+    let h = imp::from_bytes::safetensors(&odd_meta).unwrap();
+    assert_eq!(
+        h.metadata.len(),
+        1,
+        "non-string metadata values are skipped"
     );
     assert!(
         st_err(&json(

@@ -24,6 +24,9 @@ const MAX_NAME: u64 = 65_535;
 const MAX_KEPT_STRING: u64 = 1 << 20;
 /// Integer arrays up to this length are kept (per-layer head counts); longer ones only counted.
 const MAX_KEPT_ARRAY: u64 = 4096;
+/// Real files hold about 50 metadata entries and a few thousand tensors (DeepSeek-V3 with
+/// merged experts: ~1,100); a million of either is corruption or an attack.
+const MAX_ENTRIES: u64 = 1_000_000;
 /// Arrays of arrays deeper than this are refused (no real file nests them at all).
 const MAX_NESTING: u32 = 3;
 
@@ -217,6 +220,12 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> 
         return Err(r.err(format_args!(
             "tensor count {n_tensors} cannot fit in a {}-byte file (corrupt header)",
             r.len()
+        )));
+    }
+    // Counts a big file could hold but no model has: refused so memory stays bounded.
+    if n_kv > MAX_ENTRIES || n_tensors > MAX_ENTRIES {
+        return Err(r.err(format_args!(
+            "{n_kv} metadata entries and {n_tensors} tensors: more than any model has (at most {MAX_ENTRIES} each)"
         )));
     }
     let mut metadata = BTreeMap::new();

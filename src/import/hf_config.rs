@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
-/// Real config.json files are a few KiB; anything this big is not one.
-const MAX_CONFIG: u64 = 16 << 20;
+/// Real config.json files are a few KiB (a few hundred with big label maps); anything this big
+/// is not one.
+const MAX_CONFIG: u64 = 4 << 20;
 /// More blocks than any model has (the deepest published decoders have a few hundred).
 const MAX_LAYERS: u32 = 100_000;
 

@@ -135,6 +135,10 @@ fn kind_of(path: &Path) -> Result<Kind, String> {
     if meta.is_dir() {
         return dir_kind(path);
     }
+    if !meta.is_file() {
+        // A pipe or device would block the magic-number sniff below.
+        return Err(format!("{shown}: not a regular file"));
+    }
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
