@@ -4,9 +4,12 @@
 //! layers below them (`plan`, `memory`, `catalog`, …) never import egui and are plain data in,
 //! plain data out.
 
+pub mod accuracy;
 pub mod catalog;
 pub mod cli;
+pub mod doctor;
 pub mod import;
 pub mod memory;
 pub mod plan;
+pub mod telemetry;
 pub mod units;

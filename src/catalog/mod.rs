@@ -91,6 +91,31 @@ mod tests {
         assert_eq!(ids.len(), c.models.len(), "duplicate model id");
     }
 
+    /// `ModelPreset` flattens `ModelArch`, which rules out `deny_unknown_fields`; so a misspelt
+    /// optional key (`sliding_windw`) would be dropped silently. Every key written in the file
+    /// must come back when the parsed preset is serialized again.
+    #[test]
+    fn model_file_has_no_unknown_keys() {
+        let raw: toml::Table = toml::from_str(MODELS_TOML).expect("valid TOML");
+        let raw = raw["model"].as_array().expect("[[model]] tables");
+        for (table, parsed) in raw.iter().zip(&Catalog::get().models) {
+            let back = toml::Value::try_from(parsed).expect("serializable");
+            assert_no_extra_keys(table, &back, &parsed.id);
+        }
+    }
+
+    fn assert_no_extra_keys(written: &toml::Value, parsed: &toml::Value, at: &str) {
+        let (Some(w), Some(p)) = (written.as_table(), parsed.as_table()) else {
+            return;
+        };
+        for (key, value) in w {
+            let back = p
+                .get(key)
+                .unwrap_or_else(|| panic!("{at}: unknown key '{key}'"));
+            assert_no_extra_keys(value, back, &format!("{at}.{key}"));
+        }
+    }
+
     #[test]
     fn unknown_preset_suggests_near_names() {
         let err = Catalog::get().gpu("rtx-4900").unwrap_err();

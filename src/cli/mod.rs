@@ -1,7 +1,10 @@
 //! Command line: clap subcommands that call the domain layers and print tables or JSON.
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
+mod accuracy;
+mod diagnose;
 mod inspect;
+mod monitor;
 mod plan;
 mod presets;
 
@@ -25,9 +28,15 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Estimate a workload's memory, part by part, and find the cheapest plan that fits.
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
+    /// Watch GPU memory live: per GPU and per process, with alerts, recording and replay.
+    Monitor(monitor::MonitorArgs),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
+    /// Compare the engine with measured reference data (median and p90 relative error).
+    Accuracy(accuracy::AccuracyArgs),
+    /// Read an error message (stdin or --file) or answer questions; print causes and fixes.
+    Diagnose(diagnose::DiagnoseArgs),
     /// Show what a model file or folder holds (config.json, safetensors, GGUF, diffusers).
     Inspect(inspect::InspectArgs),
 }
@@ -37,6 +46,9 @@ pub fn run(cmd: Command) -> ExitCode {
     let result = match cmd {
         Command::Plan(a) => plan::run(&a),
         Command::Presets(a) => presets::run(&a),
+        Command::Accuracy(a) => accuracy::run(&a),
+        Command::Monitor(a) => return monitor::run(&a),
+        Command::Diagnose(a) => diagnose::run(&a),
         Command::Inspect(a) => inspect::run(&a),
     };
     match result {

@@ -201,7 +201,7 @@ impl ModelArch {
         if !(self.params.is_finite() && self.params >= 1.0 && self.params < 1e14) {
             return Err("model.params must be a parameter count between 1 and 1e14".into());
         }
-        if self.kv_heads > self.heads || self.heads % self.kv_heads != 0 {
+        if self.kv_heads > self.heads || !self.heads.is_multiple_of(self.kv_heads) {
             return Err(format!(
                 "model.kv_heads ({}) must divide model.heads ({})",
                 self.kv_heads, self.heads

@@ -240,9 +240,8 @@ impl GgufFileType {
 /// every third one in between get the bigger type (src/llama-quant.cpp).
 pub fn use_more_bits(i_layer: u32, n_layers: u32) -> bool {
     let eighth = n_layers / 8;
-    i_layer < eighth
-        || i_layer >= 7 * n_layers / 8
-        || (i_layer >= eighth && (i_layer - eighth) % 3 == 2)
+    // Past the first eighth, so `i_layer - eighth` cannot underflow.
+    i_layer < eighth || i_layer >= 7 * n_layers / 8 || (i_layer - eighth) % 3 == 2
 }
 
 /// Fraction of layers that `use_more_bits` picks.

@@ -1,11 +1,18 @@
 //! LLM inference: weights, KV cache, and the transient buffers of one forward pass, per engine.
 
+use super::activations::inference_peak;
+use super::arch::ModelArch;
 use super::breakdown::{Breakdown, Layer};
 use super::kv_cache::kv_cache_bytes;
 use super::options::{Attention, Engine};
 use super::overhead;
 use super::weights::weight_bytes;
-use super::workload::Workload;
+use super::workload::{Run, Workload};
+use crate::units::human;
+
+/// vLLM's sampler keeps fp32 logits for up to `max_num_seqs` (256) sequences during the profile
+/// run, plus a probability copy (`vllm/v1/sample/sampler.py`).
+const VLLM_MAX_NUM_SEQS: f64 = 256.0;
 
 /// Per-GPU estimate of an inference workload.
 pub fn estimate(w: &Workload) -> Breakdown {
@@ -16,32 +23,131 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let wb = weight_bytes(a, r.weights, r.engine);
     b.add("weights", "Model weights", wb.gpu / n, Layer::Tensor);
     let kv = kv_cache_bytes(a, r.batch, r.seq, r.kv_cache, r.engine, r.ubatch) / n;
+    match r.engine {
+        Engine::LlamaCpp => llama_cpp(&mut b, a, r, kv, n, wb.host),
+        Engine::Vllm => vllm(&mut b, a, r, kv, n, wb.gpu / n),
+        _ => torch(&mut b, a, r, kv, n, wb.gpu / n),
+    }
+    b
+}
+
+/// transformers `generate` and AutoAWQ: KV cache for batch × seq, the prefill's largest
+/// transient, and the logits. transformers ≥ 4.45 computes prefill logits for the last token
+/// only (`logits_to_keep`); AutoAWQ's benchmark (transformers 4.35) computes them for the whole
+/// prompt and upcasts with `.float()` (2 + 4 bytes per entry).
+fn torch(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, weights: f64) {
     b.add("kv_cache", "KV cache", kv, Layer::Tensor);
-    let tokens = f64::from(r.batch) * f64::from(r.seq);
-    let act = match r.attention {
-        Attention::Eager => f64::from(a.heads) * f64::from(r.seq) * tokens * 6.0,
-        _ => tokens * f64::from(a.intermediate) * 2.0 * 3.0,
+    let batch = f64::from(r.batch);
+    let act = inference_peak(a, batch, f64::from(r.prompt), r.attention) / n;
+    b.add("activations", "Activations (prefill)", act, Layer::Tensor);
+    let logit_tokens = if r.engine == Engine::AutoAwq {
+        batch * f64::from(r.prompt)
+    } else {
+        batch
     };
+    let logits = logit_tokens * f64::from(a.vocab) * 6.0 / n;
+    b.add("logits", "Logits", logits, Layer::Tensor);
+    let slack = overhead::allocator_slack(weights, act + logits + kv);
+    overhead::add_torch_overheads(
+        b,
+        slack,
+        overhead::context_bytes(r.engine),
+        r.other_processes_bytes,
+    );
+}
+
+/// vLLM: the engine takes `gpu_memory_utilization × total` up front. Inside it: weights, the
+/// profile run's activation peak, non-torch memory, and a KV pool made of all the rest
+/// (`gpu_worker.determine_available_memory`; block bytes as in `kv_cache.rs`).
+fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64, weights: f64) {
+    // The profile run is one batch of max_num_batched_tokens, which defaults to max_model_len
+    // (at least 2048) without chunked prefill.
+    let tokens = f64::from(r.seq).max(2048.0);
+    let act = (inference_peak(a, 1.0, tokens, Attention::Flash)
+        + 2.0 * VLLM_MAX_NUM_SEQS * f64::from(a.vocab) * 4.0)
+        / n;
     b.add(
         "activations",
-        "Activations (prefill)",
-        act / n,
+        "Activations (profile run)",
+        act,
+        Layer::Tensor,
+    );
+    let budget = r.gpu_memory_utilization * b.capacity_bytes as f64;
+    let non_torch = overhead::VLLM_NON_TORCH_BYTES;
+    let pool = budget - weights - act - non_torch;
+    b.add(
+        "kv_cache",
+        "KV cache pool (pre-allocated)",
+        pool.max(needed_kv),
         Layer::Tensor,
     );
     b.add(
-        "allocator_overhead",
-        "Allocator cache",
-        overhead::allocator_slack(wb.gpu / n, act / n),
-        Layer::Allocator,
+        "workspace",
+        "Non-torch memory (NCCL, cuBLAS)",
+        non_torch,
+        Layer::Process,
     );
     b.add(
         "cuda_context",
-        "CUDA context",
-        overhead::context_bytes(r.engine),
+        "CUDA context and kernels",
+        overhead::TORCH_CONTEXT_BYTES * 0.5,
         Layer::Process,
     );
-    if r.engine == Engine::Vllm {
-        b.warn("vLLM pre-allocates gpu_memory_utilization × total memory");
+    if pool < needed_kv {
+        b.warn(format!(
+            "vLLM's KV pool is {} but {} sequences of {} tokens need {}: raise gpu_memory_utilization or lower max_model_len",
+            human(pool.max(0.0) as u64),
+            r.batch,
+            r.seq,
+            human(needed_kv as u64)
+        ));
+    } else {
+        let per_seq = needed_kv / f64::from(r.batch.max(1));
+        b.warn(format!(
+            "vLLM pre-allocates {:.0}% of the card; its KV pool fits about {:.0} sequences of {} tokens",
+            100.0 * r.gpu_memory_utilization,
+            (pool / per_seq).floor(),
+            r.seq
+        ));
     }
-    b
+}
+
+/// llama.cpp: model buffer, KV buffer for `batch` parallel slots of `seq` tokens, and the
+/// compute buffer. The compute buffer follows ollama's graph-size formula for llama-style models
+/// with a full offload (`fs/ggml/ggml.go`, `GraphSize`): the larger of the attention working set
+/// `4·ub·(1 + 4·embd + ctx·(1 + heads))` (the fp32 K·Q matrix is `ctx × ub × heads`) and the
+/// output working set `4·ub·(embd + vocab)`. Flash attention never materialises K·Q
+/// (llama.cpp#11332), so the `ctx·heads` term drops.
+fn llama_cpp(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, host: f64) {
+    b.add("kv_cache", "KV cache", kv, Layer::Tensor);
+    let ctx = f64::from(r.batch) * f64::from(r.seq);
+    let ub = f64::from(r.ubatch).min(ctx);
+    let embd = f64::from(a.hidden);
+    let kq = if r.attention == Attention::Flash {
+        0.0
+    } else {
+        ctx * (1.0 + f64::from(a.heads))
+    };
+    let attn = 4.0 * ub * (1.0 + 4.0 * embd + kq);
+    let out = 4.0 * ub * (embd + f64::from(a.vocab));
+    // With several GPUs llama.cpp splits layers; each GPU keeps a full compute buffer.
+    let _ = n;
+    b.add(
+        "activations",
+        "Compute buffer",
+        attn.max(out),
+        Layer::Tensor,
+    );
+    b.add(
+        "cuda_context",
+        "CUDA context and kernels",
+        overhead::GGML_CONTEXT_BYTES,
+        Layer::Process,
+    );
+    if host > 0.0 {
+        b.warn(format!(
+            "llama.cpp keeps the token embedding ({}) in system RAM",
+            human(host as u64)
+        ));
+    }
 }

@@ -36,7 +36,7 @@ fn tokens_per_layer(
         return tokens;
     };
     let global = match a.global_every {
-        Some(n) if n > 0 => (layer + 1) % n == 0,
+        Some(n) if n > 0 => (layer + 1).is_multiple_of(n),
         _ => false,
     };
     if global {

@@ -1,11 +1,14 @@
 //! Memory estimation: `Workload` in, `Breakdown` out. One module per kind of memory; the
 //! per-task estimators (`inference`, `training`) assemble them.
 
+pub mod activations;
 pub mod arch;
 pub mod breakdown;
 pub mod dtype;
 pub mod inference;
 pub mod kv_cache;
+pub mod lora;
+pub mod optimizer;
 pub mod options;
 pub mod overhead;
 pub mod training;

@@ -85,6 +85,14 @@ choice!(
 );
 
 choice!(
+    /// The output the model computes: next-token logits over the vocabulary, or a classifier.
+    Objective, "run.objective" {
+        CausalLm = "causal-lm" | "lm",
+        Classification = "classification",
+    }
+);
+
+choice!(
     Method, "run.method" {
         Full = "full",
         Lora = "lora",

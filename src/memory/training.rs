@@ -1,19 +1,237 @@
-//! LLM training: weights, gradients, optimizer states, activations, logits.
+//! LLM training: weights, gradients, optimizer states, activations and the logits/loss buffers,
+//! with LoRA/QLoRA, ZeRO partitioning and CPU offload.
+//!
+//! Peak model (PyTorch ≥ 2.0, `zero_grad(set_to_none=True)`): weights, gradients and optimizer
+//! states are summed with the larger of (activations + logits at the start of backward) and the
+//! optimizer step's temporaries. Summing gradients with activations errs on the safe side: in
+//! the middle of backward part of both are alive.
 
+use super::activations::training_activations;
+use super::arch::ModelArch;
 use super::breakdown::{Breakdown, Layer};
+use super::dtype::WeightFormat;
+use super::lora::lora_params;
+use super::optimizer::{state_bytes, step_temp_bytes};
+use super::options::*;
 use super::overhead;
-use super::workload::Workload;
+use super::weights::weight_bytes;
+use super::workload::{Run, Workload};
+
+/// Bytes per vocabulary entry per token alive at the loss: bf16 logits (2), their fp32 upcast
+/// (4), fp32 log-softmax saved for backward (4), and in backward its fp32 gradient (4) and the
+/// upcast's gradient (4) — transformers `ForCausalLMLoss` (`loss/loss_utils.py`: `logits.float()`
+/// then `cross_entropy`).
+pub const LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 18.0;
+
+/// Caching-allocator slack per byte of logits/loss buffers in training: the ms-swift benchmark
+/// rows (Qwen-1.8B/7B/14B LoRA, GC + flash attention, `max_memory_reserved`) grow by the same
+/// ~3.6 GiB per 512 tokens whatever the model size, i.e. ~47 B per vocabulary entry and token,
+/// of which 18 B are live tensors: variable-length batches leave differently sized cached blocks.
+pub const LOGITS_RESERVED_SLACK: f64 = 1.6;
+
+/// Model-state bytes per parameter: (weights, gradients), and whether the 16-bit weight copy of
+/// autocast exists (mixed precision keeps fp32 weights and casts them per op, caching the
+/// 16-bit copies for the step: HF "model memory anatomy", 6 bytes of weights per parameter).
+fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
+    match (p, zero) {
+        (Precision::Fp32, _) => (4.0, 4.0),
+        (Precision::Bf16, _) => (2.0, 2.0),
+        // ZeRO/DeepSpeed mixed precision: 16-bit weights and gradients on the GPU, fp32 master
+        // copy inside the optimizer state (ZeRO paper §3: 2Ψ + 2Ψ + 12Ψ).
+        (_, z) if z > 0 => (2.0, 2.0),
+        // Plain AMP: fp32 weights + cached 16-bit copies, fp32 gradients.
+        _ => (6.0, 4.0),
+    }
+}
 
 /// Per-GPU estimate of a training workload.
 pub fn estimate(w: &Workload) -> Breakdown {
     let a = &w.model;
+    let r = &w.run;
+    let n = f64::from(w.gpu.count.max(1));
     let mut b = Breakdown::new(w.gpu.vram_bytes);
-    b.add("weights", "Model weights", a.params * 2.0, Layer::Tensor);
+    let elt = if r.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+
+    let (weights, grads, states, temp, adapters) = match r.method {
+        Method::Full => full_model_states(a, r, n),
+        Method::Lora | Method::Qlora => adapter_model_states(a, r),
+    };
+    b.add("weights", "Model weights", weights, Layer::Tensor);
     b.add(
-        "cuda_context",
-        "CUDA context",
-        overhead::context_bytes(w.run.engine),
-        Layer::Process,
+        "adapters",
+        "LoRA adapters (weights, grads, optimizer)",
+        adapters,
+        Layer::Tensor,
     );
+    b.add("gradients", "Gradients", grads, Layer::Tensor);
+    b.add(
+        "optimizer_states",
+        "Optimizer states",
+        states,
+        Layer::Tensor,
+    );
+
+    let tokens = f64::from(r.batch) * f64::from(r.seq);
+    let acts = training_activations(
+        a,
+        tokens,
+        f64::from(r.seq),
+        elt,
+        r.attention,
+        r.checkpointing,
+    );
+    let logits = match r.objective {
+        Objective::CausalLm => tokens * f64::from(a.vocab) * LOGITS_BYTES_PER_VOCAB_TOKEN,
+        Objective::Classification => 0.0,
+    };
+    // The step's temporaries and the backward activations never coexist.
+    let (acts, logits, temp) = if acts + logits >= temp {
+        (acts, logits, 0.0)
+    } else {
+        (0.0, 0.0, temp)
+    };
+    b.add("activations", "Activations", acts, Layer::Tensor);
+    b.add("logits", "Logits and loss", logits, Layer::Tensor);
+    b.add(
+        "workspace",
+        "Optimizer step temporaries",
+        temp,
+        Layer::Tensor,
+    );
+
+    let slack = overhead::allocator_slack(weights, acts) + LOGITS_RESERVED_SLACK * logits;
+    overhead::add_torch_overheads(
+        &mut b,
+        slack,
+        overhead::context_bytes(r.engine),
+        r.other_processes_bytes,
+    );
+    if r.zero_stage > 0 && w.gpu.count == 1 {
+        b.warn("ZeRO partitions states across GPUs; with gpu.count = 1 it saves nothing");
+    }
     b
+}
+
+/// Full fine-tuning: (weights, grads, states, step temporaries, adapters) per GPU, with ZeRO
+/// stage s over n GPUs (ZeRO paper §5: P_os divides states, P_os+g also gradients, P_os+g+p also
+/// weights) and DeepSpeed offload (states, then also parameters, in host memory).
+fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64) {
+    let p = a.params;
+    let (wb, gb) = full_state_bytes(r.precision, r.zero_stage);
+    let mut states = state_bytes(r.optimizer, r.precision, a.hidden);
+    if r.zero_stage > 0 && matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed) {
+        states += 4.0; // fp32 master weights live with the optimizer under ZeRO
+    }
+    let temp = step_temp_bytes(r.optimizer, r.precision);
+    let z = r.zero_stage;
+    let div = |stage: u32| if z >= stage { n } else { 1.0 };
+    let mut weights = p * wb / div(3);
+    let grads = p * gb / div(2);
+    let mut st = p * states / div(1);
+    let mut tmp = p * temp / div(1);
+    if r.offload != Offload::None {
+        st = 0.0;
+        tmp = 0.0;
+    }
+    if z >= 3 {
+        // ZeRO-3 gathers each layer's 16-bit weights (and grads) before use: DeepSpeed's
+        // `estimate_zero3_model_states_mem_needs`, largest_layer_memory = 4 × largest layer.
+        let layer = p / f64::from(a.layers.max(1));
+        let gathered = 4.0 * layer.max(a.embedding_params());
+        weights = if r.offload == Offload::OptimizerParams {
+            gathered
+        } else {
+            weights + gathered
+        };
+    }
+    (weights, grads, st, tmp, 0.0)
+}
+
+/// LoRA/QLoRA: frozen base weights (16-bit, or quantized with PEFT's
+/// `prepare_model_for_kbit_training` upcasting the remaining 16-bit bitsandbytes parameters —
+/// embeddings, head, norms — to fp32), plus fp32 adapters with their gradients and states.
+fn adapter_model_states(a: &ModelArch, r: &Run) -> (f64, f64, f64, f64, f64) {
+    let mut base = weight_bytes(a, r.weights, r.engine).gpu;
+    if matches!(
+        r.weights,
+        WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Int8
+    ) {
+        base += 2.0 * (a.embedding_params() + a.lm_head_params());
+    }
+    let lp = lora_params(a, r.lora_rank, r.lora_targets);
+    // PEFT keeps adapter weights in fp32 (`autocast_adapter_dtype=True`), so gradients and
+    // AdamW moments are fp32 too.
+    let per = 4.0 + 4.0 + state_bytes(r.optimizer, Precision::Fp32, a.hidden);
+    let temp = lp * step_temp_bytes(r.optimizer, Precision::Fp32);
+    (base, 0.0, 0.0, temp, lp * per)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::WorkloadFile;
+    use crate::units::GIB;
+    use std::path::Path;
+
+    fn est(run: &str) -> Breakdown {
+        let text = format!(
+            "[gpu]\nvram_gib = 80\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\n{run}"
+        );
+        let w = WorkloadFile::parse(&text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap();
+        estimate(&w)
+    }
+
+    #[test]
+    fn mixed_adamw_is_18_bytes_per_param_of_model_state() {
+        let b = est("precision = \"bf16-mixed\"\nseq = 16\n");
+        let p = 8_030_261_248.0;
+        let states = (b.get("weights") + b.get("gradients") + b.get("optimizer_states")) as f64;
+        assert!((states - 18.0 * p).abs() < 16.0, "{states}");
+    }
+
+    #[test]
+    fn zero3_divides_model_states() {
+        let one = est("precision = \"bf16-mixed\"\nseq = 16\n");
+        let text = "[gpu]\nvram_gib = 80\ncount = 8\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nprecision = \"bf16-mixed\"\nseq = 16\nzero_stage = 3\n";
+        let w = WorkloadFile::parse(text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap();
+        let z3 = estimate(&w);
+        // ZeRO paper: (2 + 2 + 12)Ψ / N_d, plus the gathered layer.
+        let p = 8_030_261_248.0;
+        let states = (z3.get("gradients") + z3.get("optimizer_states")) as f64;
+        assert!((states - 14.0 * p / 8.0).abs() < 16.0);
+        assert!(z3.peak.tensors_bytes < one.peak.tensors_bytes / 4);
+    }
+
+    #[test]
+    fn qlora_is_far_below_full() {
+        let q = est(
+            "method = \"qlora\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n",
+        );
+        let f =
+            est("method = \"full\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n");
+        assert!(q.get("weights") as f64 > 5.0 * GIB && (q.get("weights") as f64) < 9.0 * GIB);
+        assert!(q.peak.tensors_bytes * 4 < f.peak.tensors_bytes);
+        assert!(q.get("adapters") > 0);
+    }
+
+    #[test]
+    fn logits_are_vocab_times_tokens() {
+        let b = est(
+            "method = \"lora\"\nseq = 1024\nbatch = 2\nattention = \"flash\"\ncheckpointing = \"full\"\n",
+        );
+        assert_eq!(
+            b.get("logits") as f64,
+            2048.0 * 128_256.0 * LOGITS_BYTES_PER_VOCAB_TOKEN
+        );
+    }
 }

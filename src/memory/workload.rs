@@ -35,6 +35,8 @@ pub struct ModelSection {
     pub tied_embeddings: Option<bool>,
     pub max_context: Option<u32>,
     pub sliding_window: Option<u32>,
+    /// `gated` (SwiGLU, 3 matrices) or `plain` (GeLU, 2 matrices).
+    pub mlp: Option<super::arch::Mlp>,
 }
 
 /// `[run]` as written in a workload file; every field optional, defaults applied on resolve.
@@ -42,9 +44,14 @@ pub struct ModelSection {
 #[serde(deny_unknown_fields)]
 pub struct RunSection {
     pub task: Option<Task>,
+    /// What the model is trained or run for: `causal-lm` (next-token logits over the
+    /// vocabulary, the default) or `classification` (a small head, no vocabulary logits).
+    pub objective: Option<Objective>,
     pub weights: Option<String>,
     pub batch: Option<i64>,
     pub seq: Option<i64>,
+    /// Tokens of the prompt processed in one forward pass (prefill); defaults to `seq`.
+    pub prompt: Option<i64>,
     pub engine: Option<Engine>,
     pub kv_cache: Option<String>,
     pub attention: Option<Attention>,
@@ -149,9 +156,11 @@ impl GpuTarget {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     pub task: Task,
+    pub objective: Objective,
     pub weights: WeightFormat,
     pub batch: u32,
     pub seq: u32,
+    pub prompt: u32,
     pub engine: Engine,
     pub kv_cache: KvDtype,
     pub attention: Attention,
@@ -173,9 +182,11 @@ impl Default for Run {
     fn default() -> Self {
         Run {
             task: Task::Inference,
+            objective: Objective::CausalLm,
             weights: WeightFormat::Bf16,
             batch: 1,
             seq: 4096,
+            prompt: 4096,
             engine: Engine::Transformers,
             kv_cache: KvDtype::Fp16,
             attention: Attention::Sdpa,
@@ -306,7 +317,7 @@ impl ModelSection {
                 kv_heads: self.kv_heads.unwrap_or(heads),
                 head_dim: self
                     .head_dim
-                    .unwrap_or(if heads > 0 { hidden / heads } else { 0 }),
+                    .unwrap_or(hidden.checked_div(heads).unwrap_or(0)),
                 intermediate: self.intermediate.unwrap_or(hidden.saturating_mul(4)),
                 vocab: need("vocab", self.vocab)?,
                 mlp: Default::default(),
@@ -334,6 +345,9 @@ impl ModelSection {
         );
         if self.max_context.is_some() {
             arch.max_context = self.max_context;
+        }
+        if let Some(m) = self.mlp {
+            arch.mlp = m;
         }
         if self.sliding_window.is_some() {
             arch.sliding_window = self.sliding_window;
@@ -417,9 +431,11 @@ impl RunSection {
         }
         Ok(Run {
             task,
+            objective: self.objective.unwrap_or(d.objective),
             weights,
             batch: int_in("run.batch", self.batch, d.batch, 1, 1_000_000)?,
             seq,
+            prompt: int_in("run.prompt", self.prompt, seq, 1, i64::from(seq))?,
             engine,
             kv_cache,
             attention: self.attention.unwrap_or(d.attention),

@@ -1,0 +1,36 @@
+//! `vram-doctor accuracy`: the accuracy benchmark against measured reference data.
+
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct AccuracyArgs {
+    /// Reference data (JSON Lines in the shared reference schema).
+    #[arg(long, default_value = "tests/data/groundtruth-public.jsonl")]
+    pub reference: PathBuf,
+    /// Print every row, not only the per-kind summary.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Print the rows and summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &AccuracyArgs) -> Result<(), String> {
+    let report = crate::accuracy::run_file(&a.reference)?;
+    if a.json {
+        let out = serde_json::json!({
+            "rows": report.rows,
+            "by_kind": report.by_kind(),
+            "skipped": report.skipped,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!("accuracy against {}\n", a.reference.display());
+        print!("{}", report.render(a.verbose));
+    }
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! Optimizer state bytes per trainable parameter, and the temporaries of its step.
+
+use super::options::{Optimizer, Precision};
+
+/// Bytes of optimizer state per trainable parameter.
+///
+/// AdamW keeps two moments (m, v) in the parameter dtype: fp32 for fp32 and mixed-precision
+/// master weights (HF "model memory anatomy": 8 bytes), bf16 for pure-bf16 training. bitsandbytes
+/// 8-bit AdamW keeps both moments in 8 bits with a fp32 absmax per 2048-value block
+/// (`bnb.optim.AdamW8bit`, block-wise quantization paper arXiv 2110.02861): 2 + 8/2048 bytes.
+/// SGD with momentum and Lion keep one moment. Adafactor (Shazeer & Stern 2018) keeps factored
+/// row and column second moments, about `(rows + cols)/(rows·cols)` of a full moment: we charge
+/// 2/hidden of a 4-byte moment per parameter.
+pub fn state_bytes(opt: Optimizer, precision: Precision, hidden: u32) -> f64 {
+    let moment = match precision {
+        Precision::Bf16 => 2.0,
+        _ => 4.0,
+    };
+    match opt {
+        Optimizer::AdamW => 2.0 * moment,
+        Optimizer::AdamW8bit => 2.0 + 8.0 / 2048.0,
+        Optimizer::Sgd | Optimizer::Lion => moment,
+        Optimizer::Adafactor => 4.0 * 2.0 / f64::from(hidden.max(1)),
+    }
+}
+
+/// Extra bytes per trainable parameter alive during the optimizer step. PyTorch's default
+/// multi-tensor AdamW (`torch/optim/adamw.py`, `_multi_tensor_adamw`, `foreach=True` on CUDA
+/// since 2.0) computes `exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)` for the whole
+/// parameter group at once: one extra copy of a moment. bitsandbytes and Adafactor update in
+/// place per tensor.
+pub fn step_temp_bytes(opt: Optimizer, precision: Precision) -> f64 {
+    match (opt, precision) {
+        (Optimizer::AdamW, Precision::Bf16) => 2.0,
+        (Optimizer::AdamW, _) => 4.0,
+        _ => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_adamw_is_hf_anatomy_8_bytes() {
+        assert_eq!(
+            state_bytes(Optimizer::AdamW, Precision::Bf16Mixed, 4096),
+            8.0
+        );
+        assert_eq!(state_bytes(Optimizer::AdamW, Precision::Bf16, 4096), 4.0);
+        assert!((state_bytes(Optimizer::AdamW8bit, Precision::Fp32, 4096) - 2.0).abs() < 0.01);
+        assert_eq!(state_bytes(Optimizer::Sgd, Precision::Fp32, 4096), 4.0);
+        assert!(state_bytes(Optimizer::Adafactor, Precision::Fp32, 4096) < 0.01);
+    }
+}
