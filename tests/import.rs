@@ -763,6 +763,17 @@ fn sharded_safetensors_through_the_index() {
         e.contains("shard model-00002-of-00002.safetensors is missing"),
         "{e}"
     );
+    // Through the folder (config.json), a missing shard leaves the config's count and a note.
+    let partial = imp::import_model(dir.path()).unwrap();
+    assert_eq!(
+        (partial.params_in_files, partial.params_by_shape),
+        (None, Some(494_032_768))
+    );
+    assert!(
+        partial.notes[0].contains("weights not counted"),
+        "{:?}",
+        partial.notes
+    );
     b.write_sparse(&dir.path().join("model-00002-of-00002.safetensors"));
     let m = imp::import_model(&index_path).unwrap();
     assert_eq!(m.params_in_files, Some(494_032_768));
