@@ -652,7 +652,7 @@ fn hostile_gguf_fields() {
             .kv("general.architecture", Val::Str("llama".into()))
             .bytes(),
     );
-    assert!(e.contains("llama.block_count is missing"), "{e}");
+    assert!(e.contains("\"llama.block_count\" is missing"), "{e}");
     assert!(gguf_err(&Gguf::new().bytes()).contains("general.architecture is missing"));
     // A per-layer array of the wrong length.
     let bad_layers = base().kv("llama.attention.head_count_kv", Val::ArrI32(vec![1, 2, 3]));

@@ -245,3 +245,32 @@ fn seeds_parse() {
         model_index(&s).unwrap();
     }
 }
+
+/// Inputs the mutation runs above found, kept as fixed cases.
+#[test]
+fn regressions() {
+    // DeepSeek-V3 with n_shared_experts = 2^31 - 1: the shared width overflowed u32 (a panic in
+    // debug builds) when turned into a count of shared experts.
+    let mut v: Value = serde_json::from_slice(
+        &std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/configs/deepseek-v3.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    v["n_shared_experts"] = Value::from(2_147_483_647u32);
+    let e = from_bytes::hf_config(&serde_json::to_vec(&v).unwrap()).unwrap_err();
+    assert!(e.contains("model.params"), "{e}");
+    // A GGUF whose general.architecture string swallowed the following bytes (newlines
+    // included): the key named in "… is missing" must not break the one-line message.
+    let g = Gguf::new().kv("general.architecture", Val::Str("llama\n\0junk".into()));
+    let e = from_bytes::gguf(&g.bytes()).unwrap_err();
+    assert!(
+        !e.contains('\n') && e.contains(r#""llama\n\0junk.block_count" is missing"#),
+        "{e}"
+    );
+    // Same for a config value echoed back in an error.
+    let e = from_bytes::hf_config(br#"{"model_type":"llama","hidden_size":"a\nb"}"#).unwrap_err();
+    assert!(!e.contains('\n'), "{e}");
+}

@@ -119,8 +119,9 @@ impl Cfg<'_> {
             Some((k, v)) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
                 Some(n) => Ok(Some(n)),
                 None => Err(format!(
-                    "{}: {k} must be a whole number below 2^32, not {v}",
-                    self.origin
+                    "{}: {k} must be a whole number below 2^32, not {}",
+                    self.origin,
+                    super::reader::shown(&v.to_string())
                 )),
             },
         }
@@ -516,7 +517,7 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
             expert_intermediate: m.expert_intermediate,
             shared_experts: match m.expert_intermediate {
                 0 => 0,
-                e => (m.shared_intermediate + e / 2) / e,
+                e => m.shared_intermediate.saturating_add(e / 2) / e,
             },
             dense_layers: m.moe_layers.iter().filter(|x| !**x).count() as u32,
         }),
