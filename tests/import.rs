@@ -1192,6 +1192,8 @@ fn inspect_prints_what_was_read() {
     assert_eq!(v["kind"], "model");
     assert_eq!(v["params_in_files"], 78_144);
     assert_eq!(v["gguf"]["file_type_name"], "Q8_0");
+    assert_eq!(v["gguf"]["metadata"]["llama.rope.dimension_count"], 16);
+    assert_eq!(v["gguf"]["metadata"]["tokenizer.ggml.tokens"]["len"], 32);
 }
 
 #[test]

@@ -34,6 +34,8 @@ pub struct GgufSummary {
     /// K+V bytes per token at f16 over all layers, from the per-layer head counts and key/value
     /// lengths of the metadata (what llama.cpp's unified cache allocates for each cell).
     pub kv_bytes_per_token_f16: u64,
+    /// Every metadata entry of the first file (long strings and arrays by their length only).
+    pub metadata: std::collections::BTreeMap<String, MetaValue>,
 }
 
 /// `llama_ftype` names (llama.cpp `include/llama.h`); ids 4–6 and 33–35 are retired.
@@ -330,6 +332,7 @@ pub fn from_header(
             token_embd_bytes: bytes_of("token_embd.weight"),
             output_bytes: bytes_of("output.weight"),
             kv_bytes_per_token_f16: kv_per_token,
+            metadata: h.metadata.clone(),
         }),
         notes,
     })
