@@ -32,6 +32,13 @@ def expected_gguf(path):
     }
 
 
+def finish(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def add_q(w, name, arr, qtype):
     if qtype == GGMLQuantizationType.F32:
         w.add_tensor(name, arr)
@@ -71,10 +78,7 @@ def tiny_llama():
         add_q(w, f"blk.{l}.ffn_down.weight", rand(h, ff), q8)
     add_q(w, "output_norm.weight", rand(h), GGMLQuantizationType.F32)
     add_q(w, "output.weight", rand(vocab, h), GGMLQuantizationType.F16)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     return path
 
 
@@ -113,10 +117,7 @@ def tiny_qwen2moe():
     add_q(w, "blk.0.ffn_up_shexp.weight", rand(2 * eff, h), f16)
     add_q(w, "blk.0.ffn_down_shexp.weight", rand(h, 2 * eff), f16)
     add_q(w, "output_norm.weight", rand(h), f32)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     return path
 
 
@@ -185,10 +186,7 @@ def fuzz_seeds():
     w.add_tensor("token_embd.weight", rand(4, 32).astype(np.float16))
     w.add_tensor("blk.0.attn_k.weight", quants.quantize(rand(16, 32), GGMLQuantizationType.Q8_0),
                  raw_dtype=GGMLQuantizationType.Q8_0)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     save_file({"a": rand(2, 3), "b": rand(4).astype(np.float16)}, "fuzz/corpus/safetensors/min.safetensors",
               metadata={"format": "pt"})
 
