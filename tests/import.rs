@@ -1211,3 +1211,31 @@ fn inspect_bad_input_exits_2_with_one_line() {
         "{err}"
     );
 }
+
+/// A real tokenizer's worth of strings (Llama 3: 128,256 tokens and 280,147 merges) is skipped
+/// inside the reader's buffer: the whole header is read once, never re-read per string.
+#[test]
+fn gguf_tokenizer_arrays_are_read_once() {
+    let tokens: Vec<String> = (0..128_256).map(|i| format!("tok{i}")).collect();
+    let merges: Vec<String> = (0..280_147).map(|i| format!("a{i} b")).collect();
+    let g = tiny_llama(1)
+        .kv("tokenizer.ggml.merges", Val::ArrStr(merges))
+        .kv("tokenizer.ggml.pre", Val::ArrStr(tokens));
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big-vocab.gguf");
+    g.write_sparse(&p);
+    let len = std::fs::metadata(&p).unwrap().len();
+    let file = Counting {
+        inner: std::fs::File::open(&p).unwrap(),
+        read: 0,
+    };
+    let mut buffered = std::io::BufReader::new(file);
+    imp::gguf::parse_from(&mut buffered, len, "big-vocab.gguf").unwrap();
+    // The header, plus at most one buffer read ahead into the data.
+    let header = g.header().len() as u64;
+    let read = buffered.get_ref().read;
+    assert!(
+        read <= header + 8192,
+        "read {read} bytes for a {header}-byte header"
+    );
+}
