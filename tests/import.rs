@@ -653,7 +653,7 @@ fn hostile_gguf_fields() {
             .kv("general.architecture", Val::Str("llama".into()))
             .bytes(),
     );
-    assert!(e.contains("llama.block_count is missing"), "{e}");
+    assert!(e.contains("\"llama.block_count\" is missing"), "{e}");
     assert!(gguf_err(&Gguf::new().bytes()).contains("general.architecture is missing"));
     // A per-layer array of the wrong length.
     let bad_layers = base().kv("llama.attention.head_count_kv", Val::ArrI32(vec![1, 2, 3]));
@@ -764,6 +764,17 @@ fn sharded_safetensors_through_the_index() {
         e.contains("shard model-00002-of-00002.safetensors is missing"),
         "{e}"
     );
+    // Through the folder (config.json), a missing shard leaves the config's count and a note.
+    let partial = imp::import_model(dir.path()).unwrap();
+    assert_eq!(
+        (partial.params_in_files, partial.params_by_shape),
+        (None, Some(494_032_768))
+    );
+    assert!(
+        partial.notes[0].contains("weights not counted"),
+        "{:?}",
+        partial.notes
+    );
     b.write_sparse(&dir.path().join("model-00002-of-00002.safetensors"));
     let m = imp::import_model(&index_path).unwrap();
     assert_eq!(m.params_in_files, Some(494_032_768));
@@ -870,13 +881,19 @@ fn broken_safetensors_files_get_clear_errors() {
     };
     assert!(st_err(&with_len(u64::MAX)).contains("over the 100 MB limit"));
     assert!(st_err(&with_len(50_000_000)).contains("file ends inside the header"));
-    assert!(st_err(&with_len(3)).contains("not valid JSON"));
+    assert!(st_err(&with_len(3)).contains("not a valid safetensors header"));
     let json = |j: &str| {
         let mut v = (j.len() as u64).to_le_bytes().to_vec();
         v.extend(j.as_bytes());
         v
     };
-    assert!(st_err(&json("[]")).contains("not a JSON object"));
+    assert!(st_err(&json("[]")).contains("expected a JSON object of tensor entries"));
+    assert!(st_err(&json(r#"{"w":[1]}"#)).contains("tensor \"w\": invalid type"));
+    let long_shape = format!(
+        r#"{{"w":{{"dtype":"F16","shape":[{}],"data_offsets":[0,0]}}}}"#,
+        ["1"; 17].join(",")
+    );
+    assert!(st_err(&json(&long_shape)).contains("more than 16 numbers"));
     assert!(
         st_err(&json(
             r#"{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}"#
@@ -892,11 +909,18 @@ fn broken_safetensors_files_get_clear_errors() {
         ))
         .contains("bad data_offsets")
     );
-    assert!(
-        st_err(&json(
-            r#"{"w":{"dtype":"F16","shape":[-1],"data_offsets":[0,0]}}"#
-        ))
-        .contains("whole number")
+    let neg = json(r#"{"w":{"dtype":"F16","shape":[-1],"data_offsets":[0,0]}}"#);
+    assert!(st_err(&neg).contains("expected u64"));
+    let one_offset = json(r#"{"w":{"dtype":"F16","shape":[1],"data_offsets":[0]}}"#);
+    assert!(st_err(&one_offset).contains("two whole numbers"));
+    let odd_meta = json(
+        r#"{"__metadata__":{"format":"pt","n":3,"x":{"y":[1]}},"w":{"dtype":"F16","shape":[0],"data_offsets":[0,0]}}"#,
+    );
+    let h = imp::from_bytes::safetensors(&odd_meta).unwrap();
+    assert_eq!(
+        h.metadata.len(),
+        1,
+        "non-string metadata values are skipped"
     );
     assert!(
         st_err(&json(
@@ -1043,5 +1067,175 @@ fn dispatch_by_content_and_name() {
         imp::import_model(&empty)
             .unwrap_err()
             .contains("no config.json")
+    );
+}
+
+// ---------------------------------------------------------------- files written by the reference packages
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+fn expected(rel: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(data(rel)).unwrap()).unwrap()
+}
+
+/// GGUF files written by gguf-py's GGUFWriter (tests/data/gen_fixtures.py); the expected sizes
+/// are what gguf-py's own GGUFReader reads from them.
+#[test]
+fn gguf_files_from_gguf_py_read_as_gguf_py_reads_them() {
+    for (file, want) in [
+        (
+            "gguf/tiny-llama-q8_0.gguf",
+            "gguf/tiny-llama-q8_0.expected.json",
+        ),
+        (
+            "gguf/tiny-qwen2moe-f16.gguf",
+            "gguf/tiny-qwen2moe-f16.expected.json",
+        ),
+    ] {
+        let e = expected(want);
+        let m = imp::import_model(&data(file)).unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(m.params_in_files, e["params"].as_u64(), "{file}");
+        assert_eq!(m.weight_bytes, e["tensor_bytes"].as_u64(), "{file}");
+        assert_eq!(
+            m.gguf.as_ref().unwrap().tensor_count as u64,
+            e["tensor_count"].as_u64().unwrap()
+        );
+        for (ty, bytes) in e["bytes_by_type"].as_object().unwrap() {
+            assert_eq!(
+                m.weight_bytes_by_dtype.get(ty).copied(),
+                bytes.as_u64(),
+                "{file} {ty}"
+            );
+        }
+    }
+    let llama = imp::import_model(&data("gguf/tiny-llama-q8_0.gguf")).unwrap();
+    assert_eq!(llama.name, "tiny llama");
+    assert_eq!(llama.weights, Some(WeightFormat::Gguf(GgufFileType::Q8_0)));
+    assert_eq!(
+        (
+            llama.arch.layers,
+            llama.arch.hidden,
+            llama.arch.heads,
+            llama.arch.kv_heads
+        ),
+        (2, 64, 4, 2)
+    );
+    assert_eq!(
+        (
+            llama.arch.head_dim,
+            llama.arch.vocab,
+            llama.arch.max_context
+        ),
+        (16, 32, Some(512))
+    );
+    let moe = imp::import_model(&data("gguf/tiny-qwen2moe-f16.gguf")).unwrap();
+    assert!(moe.arch.tied_embeddings);
+    let m = moe.arch.moe.unwrap();
+    assert_eq!(
+        (m.experts, m.active, m.expert_intermediate, m.shared_experts),
+        (4, 2, 16, 2)
+    );
+    assert_eq!(moe.weights, Some(WeightFormat::Gguf(GgufFileType::F16)));
+}
+
+/// A sharded checkpoint written by the safetensors package: the header count equals what
+/// safetensors' own reader counts, and the qwen2 convention (q/k/v biases, tied head) gives the
+/// same number from config.json.
+#[test]
+fn safetensors_shards_from_the_reference_package() {
+    let e = expected("safetensors/tiny-qwen2/expected.json");
+    let m = imp::import_model(&data("safetensors/tiny-qwen2")).unwrap();
+    assert_eq!(m.params_in_files, e["params"].as_u64());
+    assert_eq!(m.params_by_shape, e["params"].as_u64());
+    assert_eq!(m.weight_bytes, e["total_bytes"].as_u64());
+    for (ty, bytes) in e["bytes_by_dtype"].as_object().unwrap() {
+        assert_eq!(
+            m.weight_bytes_by_dtype.get(ty).copied(),
+            bytes.as_u64(),
+            "{ty}"
+        );
+    }
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    assert_eq!(m.weights, Some(WeightFormat::Fp16));
+}
+
+// ---------------------------------------------------------------- the inspect command
+
+fn inspect(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .arg("inspect")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn inspect_prints_what_was_read() {
+    let p = config_path("llama-3.1-8b.json");
+    let out = inspect(&[p.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("8,030,261,248 from the config's shapes"),
+        "{text}"
+    );
+    assert!(text.contains("32 layers"), "{text}");
+    let json = inspect(&[
+        data("gguf/tiny-llama-q8_0.gguf").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(json.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["kind"], "model");
+    assert_eq!(v["params_in_files"], 78_144);
+    assert_eq!(v["gguf"]["file_type_name"], "Q8_0");
+    assert_eq!(v["gguf"]["metadata"]["llama.rope.dimension_count"], 16);
+    assert_eq!(v["gguf"]["metadata"]["tokenizer.ggml.tokens"]["len"], 32);
+}
+
+#[test]
+fn inspect_bad_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("broken.gguf");
+    std::fs::write(&p, b"GGUF\x03\x00\x00\x00").unwrap();
+    let out = inspect(&[p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("broken.gguf") && err.contains("file ends inside the header"),
+        "{err}"
+    );
+}
+
+/// A real tokenizer's worth of strings (Llama 3: 128,256 tokens and 280,147 merges) is skipped
+/// inside the reader's buffer: the whole header is read once, never re-read per string.
+#[test]
+fn gguf_tokenizer_arrays_are_read_once() {
+    let tokens: Vec<String> = (0..128_256).map(|i| format!("tok{i}")).collect();
+    let merges: Vec<String> = (0..280_147).map(|i| format!("a{i} b")).collect();
+    let g = tiny_llama(1)
+        .kv("tokenizer.ggml.merges", Val::ArrStr(merges))
+        .kv("tokenizer.ggml.pre", Val::ArrStr(tokens));
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big-vocab.gguf");
+    g.write_sparse(&p);
+    let len = std::fs::metadata(&p).unwrap().len();
+    let file = Counting {
+        inner: std::fs::File::open(&p).unwrap(),
+        read: 0,
+    };
+    let mut buffered = std::io::BufReader::new(file);
+    imp::gguf::parse_from(&mut buffered, len, "big-vocab.gguf").unwrap();
+    // The header, plus at most one buffer read ahead into the data.
+    let header = g.header().len() as u64;
+    let read = buffered.get_ref().read;
+    assert!(
+        read <= header + 8192,
+        "read {read} bytes for a {header}-byte header"
     );
 }

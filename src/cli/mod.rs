@@ -3,6 +3,7 @@
 
 mod accuracy;
 mod diagnose;
+mod inspect;
 mod monitor;
 mod plan;
 mod presets;
@@ -39,6 +40,8 @@ pub enum Command {
     Accuracy(accuracy::AccuracyArgs),
     /// Read an error message (stdin or --file) or answer questions; print causes and fixes.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Show what a model file or folder holds (config.json, safetensors, GGUF, diffusers).
+    Inspect(inspect::InspectArgs),
 }
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
@@ -49,6 +52,7 @@ pub fn run(cmd: Command) -> ExitCode {
         Command::Accuracy(a) => accuracy::run(&a),
         Command::Monitor(a) => return monitor::run(&a),
         Command::Diagnose(a) => diagnose::run(&a),
+        Command::Inspect(a) => inspect::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

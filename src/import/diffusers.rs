@@ -3,7 +3,7 @@
 //! in a subfolder with its `config.json` and weights. This lists them with the sizes their
 //! safetensors headers declare, for the diffusion estimator.
 
-use super::reader::{is_plain_file_name, read_small_text};
+use super::reader::{is_plain_file_name, read_small_text, shown};
 use super::safetensors;
 use serde::Serialize;
 use serde_json::Value;
@@ -121,7 +121,8 @@ pub fn parse_index(text: &str, origin: &str, name: &str) -> Result<DiffusersPipe
         };
         if !is_plain_file_name(key) {
             return Err(format!(
-                "{origin}: component name '{key}' is not a plain folder name"
+                "{origin}: component name {} is not a plain folder name",
+                shown(key)
             ));
         }
         components.push(PipelineComponent {

@@ -7,7 +7,7 @@
 //! u32 ggml type, u64 offset into the data section), then padding to `general.alignment`
 //! (default 32) and the data section. Strings are a u64 length and UTF-8 bytes.
 
-use super::reader::HeaderReader;
+use super::reader::{HeaderReader, shown};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};
@@ -24,6 +24,9 @@ const MAX_NAME: u64 = 65_535;
 const MAX_KEPT_STRING: u64 = 1 << 20;
 /// Integer arrays up to this length are kept (per-layer head counts); longer ones only counted.
 const MAX_KEPT_ARRAY: u64 = 4096;
+/// Real files hold about 50 metadata entries and a few thousand tensors (DeepSeek-V3 with
+/// merged experts: ~1,100); a million of either is corruption or an attack.
+const MAX_ENTRIES: u64 = 1_000_000;
 /// Arrays of arrays deeper than this are refused (no real file nests them at all).
 const MAX_NESTING: u32 = 3;
 
@@ -219,11 +222,18 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> 
             r.len()
         )));
     }
+    // Counts a big file could hold but no model has: refused so memory stays bounded.
+    if n_kv > MAX_ENTRIES || n_tensors > MAX_ENTRIES {
+        return Err(r.err(format_args!(
+            "{n_kv} metadata entries and {n_tensors} tensors: more than any model has (at most {MAX_ENTRIES} each)"
+        )));
+    }
     let mut metadata = BTreeMap::new();
     for i in 0..n_kv {
         let key = string(r, MAX_NAME, &format!("metadata key #{i}"))?;
-        let ty = r.u32(&format!("the type of '{key}'"))?;
-        let value = value(r, ty, &key, 0)?;
+        let label = shown(&key);
+        let ty = r.u32(&format!("the type of {label}"))?;
+        let value = value(r, ty, &label, 0)?;
         metadata.insert(key, value);
     }
     let alignment = match metadata.get("general.alignment") {
@@ -289,7 +299,7 @@ fn value<R: Read + Seek>(
         6 => MetaValue::Float(f32::from_bits(r.u32(key)?).into()),
         7 => MetaValue::Bool(r.u8(key)? != 0),
         8 => {
-            let n = r.u64(&format!("the length of '{key}'"))?;
+            let n = r.u64(&format!("the length of {key}"))?;
             if n > MAX_KEPT_STRING {
                 r.skip(n, key)?;
                 MetaValue::LongStr {
@@ -306,7 +316,7 @@ fn value<R: Read + Seek>(
         12 => MetaValue::Float(f64::from_bits(r.u64(key)?)),
         t => {
             return Err(r.err(format_args!(
-                "metadata '{key}' has unknown value type {t} (corrupt header?)"
+                "metadata {key} has unknown value type {t} (corrupt header?)"
             )));
         }
     })
@@ -319,18 +329,18 @@ fn array<R: Read + Seek>(
 ) -> Result<MetaValue, String> {
     if depth >= MAX_NESTING {
         return Err(r.err(format_args!(
-            "metadata '{key}' nests arrays more than {MAX_NESTING} deep"
+            "metadata {key} nests arrays more than {MAX_NESTING} deep"
         )));
     }
-    let elem = r.u32(&format!("the element type of '{key}'"))?;
-    let len = r.u64(&format!("the length of '{key}'"))?;
+    let elem = r.u32(&format!("the element type of {key}"))?;
+    let len = r.u64(&format!("the length of {key}"))?;
     match scalar_size(elem) {
         Some(size) => {
             // Bound the count by the bytes left before touching any element.
             let total = len.checked_mul(size).filter(|&t| t <= r.remaining());
             let Some(total) = total else {
                 return Err(r.err(format_args!(
-                    "metadata '{key}' claims {len} elements, more than the file holds"
+                    "metadata {key} claims {len} elements, more than the file holds"
                 )));
             };
             let integral = !matches!(elem, 6 | 12);
@@ -358,22 +368,22 @@ fn array<R: Read + Seek>(
             let min = if elem == 8 { 8 } else { 12 };
             if len > r.remaining() / min {
                 return Err(r.err(format_args!(
-                    "metadata '{key}' claims {len} elements, more than the file holds"
+                    "metadata {key} claims {len} elements, more than the file holds"
                 )));
             }
             for _ in 0..len {
                 match elem {
                     8 => {
-                        let n = r.u64(&format!("a string length in '{key}'"))?;
+                        let n = r.u64(&format!("a string length in {key}"))?;
                         r.skip(n, key)?;
                     }
                     9 => {
                         array(r, key, depth + 1)?;
                     }
                     t => {
-                        return Err(r.err(format_args!(
-                            "metadata '{key}' has unknown element type {t}"
-                        )));
+                        return Err(
+                            r.err(format_args!("metadata {key} has unknown element type {t}"))
+                        );
                     }
                 }
             }
@@ -387,29 +397,30 @@ fn array<R: Read + Seek>(
 
 fn tensor_info<R: Read + Seek>(r: &mut HeaderReader<R>, i: u64) -> Result<TensorInfo, String> {
     let name = string(r, MAX_NAME, &format!("the name of tensor #{i}"))?;
-    let n_dims = r.u32(&format!("the dimension count of '{name}'"))?;
+    let label = shown(&name);
+    let n_dims = r.u32(&format!("the dimension count of {label}"))?;
     if n_dims > MAX_DIMS {
         return Err(r.err(format_args!(
-            "tensor '{name}' has {n_dims} dimensions (at most {MAX_DIMS})"
+            "tensor {label} has {n_dims} dimensions (at most {MAX_DIMS})"
         )));
     }
     let mut dims = Vec::with_capacity(n_dims as usize);
     let mut elements: u64 = 1;
     for _ in 0..n_dims {
-        let d = r.u64(&format!("a dimension of '{name}'"))?;
+        let d = r.u64(&format!("a dimension of {label}"))?;
         elements = elements
             .checked_mul(d)
             .filter(|&e| e < 1 << 62)
-            .ok_or_else(|| r.err(format_args!("tensor '{name}' has an absurd shape")))?;
+            .ok_or_else(|| r.err(format_args!("tensor {label} has an absurd shape")))?;
         dims.push(d);
     }
-    let type_id = r.u32(&format!("the type of '{name}'"))?;
-    let offset = r.u64(&format!("the data offset of '{name}'"))?;
+    let type_id = r.u32(&format!("the type of {label}"))?;
+    let offset = r.u64(&format!("the data offset of {label}"))?;
     let (type_name, bytes) = match ggml_type(type_id) {
         Some((tn, block, size)) => {
             let first = dims.first().copied().unwrap_or(1);
             if first % block != 0 {
-                return Err(r.err(format_args!("tensor '{name}' of type {tn}: row length {first} is not a multiple of the block size {block}")));
+                return Err(r.err(format_args!("tensor {label} of type {tn}: row length {first} is not a multiple of the block size {block}")));
             }
             (tn.to_string(), (elements / block) * size)
         }
@@ -442,8 +453,9 @@ fn size_tensors(
         let t = &mut tensors[i];
         if !t.offset.is_multiple_of(alignment) {
             return Err(format!(
-                "tensor '{}' starts at offset {}, not a multiple of the alignment {alignment} (corrupt header)",
-                t.name, t.offset
+                "tensor {} starts at offset {}, not a multiple of the alignment {alignment} (corrupt header)",
+                shown(&t.name),
+                t.offset
             ));
         }
         if ggml_type(t.type_id).is_none() {
@@ -452,8 +464,8 @@ fn size_tensors(
         let end = t.offset.saturating_add(t.bytes);
         if end > data_len {
             return Err(format!(
-                "tensor '{}' needs data up to byte {} but the file has {file_len} bytes (truncated download?)",
-                t.name,
+                "tensor {} needs data up to byte {} but the file has {file_len} bytes (truncated download?)",
+                shown(&t.name),
                 data_start.saturating_add(end)
             ));
         }

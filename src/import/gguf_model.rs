@@ -9,6 +9,7 @@
 //! `attention.kv_lora_rank`, `attention.q_lora_rank`, `rope.dimension_count`.
 
 use super::gguf::{self, GgufHeader, MetaValue};
+use super::reader::shown;
 use super::{ImportedModel, SourceFormat};
 use crate::memory::arch::{Mla, Mlp, ModelArch, Moe};
 use crate::memory::dtype::WeightFormat;
@@ -33,6 +34,8 @@ pub struct GgufSummary {
     /// K+V bytes per token at f16 over all layers, from the per-layer head counts and key/value
     /// lengths of the metadata (what llama.cpp's unified cache allocates for each cell).
     pub kv_bytes_per_token_f16: u64,
+    /// Every metadata entry of the first file (long strings and arrays by their length only).
+    pub metadata: std::collections::BTreeMap<String, MetaValue>,
 }
 
 /// `llama_ftype` names (llama.cpp `include/llama.h`); ids 4–6 and 33–35 are retired.
@@ -191,7 +194,7 @@ pub fn from_header(
             let shared = md.num("expert_shared_count").unwrap_or_else(|| {
                 // Qwen-MoE stores one shared expert by its width instead of a count.
                 match (md.num("expert_shared_feed_forward_length"), expert_ff) {
-                    (Some(w), e) if e > 0 => (w + e / 2) / e,
+                    (Some(w), e) if e > 0 => w.saturating_add(e / 2) / e,
                     _ => 0,
                 }
             });
@@ -329,6 +332,7 @@ pub fn from_header(
             token_embd_bytes: bytes_of("token_embd.weight"),
             output_bytes: bytes_of("output.weight"),
             kv_bytes_per_token_f16: kv_per_token,
+            metadata: h.metadata.clone(),
         }),
         notes,
     })
@@ -359,8 +363,13 @@ impl Meta<'_> {
         self.h.get(&format!("{}{key}", self.prefix))
     }
 
+    /// The full key, fit for a message (the prefix comes from the file).
+    fn name(&self, key: &str) -> String {
+        shown(&format!("{}{key}", self.prefix))
+    }
+
     fn missing(&self, key: &str) -> String {
-        format!("{}: metadata {}{key} is missing", self.origin, self.prefix)
+        format!("{}: metadata {} is missing", self.origin, self.name(key))
     }
 
     /// A scalar, or the largest entry of a per-layer array.
@@ -384,8 +393,9 @@ impl Meta<'_> {
             Some(MetaValue::Array { len, values }) => {
                 if *len != layers || values.len() as u64 != layers {
                     return Err(format!(
-                        "{}: {}{key} has {len} entries for {layers} layers",
-                        self.origin, self.prefix
+                        "{}: {} has {len} entries for {layers} layers",
+                        self.origin,
+                        self.name(key)
                     ));
                 }
                 Ok(Some(
@@ -397,15 +407,13 @@ impl Meta<'_> {
             }
             Some(v) => {
                 let x = v.as_u64().ok_or_else(|| {
-                    format!(
-                        "{}: {}{key} is not a whole number",
-                        self.origin, self.prefix
-                    )
+                    format!("{}: {} is not a whole number", self.origin, self.name(key))
                 })?;
                 if layers > 1 << 20 {
                     return Err(format!(
-                        "{}: {}block_count {layers} is absurd",
-                        self.origin, self.prefix
+                        "{}: {} {layers} is absurd",
+                        self.origin,
+                        self.name("block_count")
                     ));
                 }
                 Ok(Some(vec![x; layers as usize]))

@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
-/// Real config.json files are a few KiB; anything this big is not one.
-const MAX_CONFIG: u64 = 16 << 20;
+/// Real config.json files are a few KiB (a few hundred with big label maps); anything this big
+/// is not one.
+const MAX_CONFIG: u64 = 4 << 20;
 /// More blocks than any model has (the deepest published decoders have a few hundred).
 const MAX_LAYERS: u32 = 100_000;
 
@@ -118,8 +119,9 @@ impl Cfg<'_> {
             Some((k, v)) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
                 Some(n) => Ok(Some(n)),
                 None => Err(format!(
-                    "{}: {k} must be a whole number below 2^32, not {v}",
-                    self.origin
+                    "{}: {k} must be a whole number below 2^32, not {}",
+                    self.origin,
+                    super::reader::shown(&v.to_string())
                 )),
             },
         }
@@ -212,17 +214,16 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         ));
     }
     // Gemma 3's single-modality checkpoints say model_type "gemma3_text" at the top level.
-    let conv =
-        match table.get(&text_type) {
-            Some(c) => c,
-            None => {
-                notes.push(format!(
-                "model_type '{}' is not one this program knows; counted as a Llama-style decoder",
-                if text_type.is_empty() { "(none)" } else { &text_type }
+    let conv = match table.get(&text_type) {
+        Some(c) => c,
+        None => {
+            notes.push(format!(
+                "model_type {} is not one this program knows; counted as a Llama-style decoder",
+                super::reader::shown(&text_type)
             ));
-                &table["llama"]
-            }
-        };
+            &table["llama"]
+        }
+    };
     let cfg = Cfg {
         v: text_v,
         defaults: &conv.defaults,
@@ -516,7 +517,7 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
             expert_intermediate: m.expert_intermediate,
             shared_experts: match m.expert_intermediate {
                 0 => 0,
-                e => (m.shared_intermediate + e / 2) / e,
+                e => m.shared_intermediate.saturating_add(e / 2) / e,
             },
             dense_layers: m.moe_layers.iter().filter(|x| !**x).count() as u32,
         }),
@@ -600,7 +601,8 @@ fn weight_format(root: &Value, text: &Value) -> (Option<WeightFormat>, Option<St
             None => (
                 None,
                 Some(format!(
-                    "quantization_config '{method}' is not one the engine models; choose the weight format by hand"
+                    "quantization_config {} is not one the engine models; choose the weight format by hand",
+                    super::reader::shown(&method)
                 )),
             ),
         };

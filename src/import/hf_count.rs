@@ -197,3 +197,45 @@ pub fn vision_params(v: &Vision, model_type: &str, text_hidden: u32) -> u64 {
     }
     to_u64(total)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn siglip_tower_with_and_without_its_pooling_head() {
+        // hidden 4, intermediate 8, 1 layer, 3 channels, patch 2, 4 patches.
+        let v = Vision {
+            hidden: 4,
+            intermediate: 8,
+            layers: 1,
+            channels: 3,
+            patch: 2,
+            patches: 4,
+            head: false,
+        };
+        let patch_embed = 3 * 2 * 2 * 4 + 4;
+        let positions = 4 * 4;
+        let layer = 2 * 8 + 4 * (16 + 4) + (32 + 8) + (32 + 4);
+        let post_norm = 8;
+        assert_eq!(
+            vision_params(&v, "paligemma", 0),
+            patch_embed + positions + layer + post_norm
+        );
+        // Head: probe 4, in_proj 3·16 + 12, out_proj 16 + 4, norm 8, MLP 40 + 36.
+        let head = 4 + 60 + 20 + 8 + 76;
+        let with_head = Vision {
+            head: true,
+            ..v.clone()
+        };
+        assert_eq!(
+            vision_params(&with_head, "paligemma", 0),
+            patch_embed + positions + layer + post_norm + head
+        );
+        // Gemma 3 adds its projector into the text width (4 × 10) and a norm of 4.
+        assert_eq!(
+            vision_params(&v, "gemma3", 10),
+            vision_params(&v, "x", 10) + 44
+        );
+    }
+}

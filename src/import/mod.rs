@@ -157,6 +157,10 @@ fn kind_of(path: &Path) -> Result<Kind, String> {
     if meta.is_dir() {
         return dir_kind(path);
     }
+    if !meta.is_file() {
+        // A pipe or device would block the magic-number sniff below.
+        return Err(format!("{shown}: not a regular file"));
+    }
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -249,11 +253,14 @@ fn import_kind(kind: Kind) -> Result<ImportedModel, String> {
     }
 }
 
-/// A config.json in a folder that also holds the weights: count them exactly.
+/// A config.json in a folder that also holds the weights: count them exactly. Weights that
+/// cannot be read (a shard still downloading) leave the config's count, with a note.
 fn with_weights(mut m: ImportedModel, dir: Option<&Path>) -> Result<ImportedModel, String> {
     let Some(dir) = dir else { return Ok(m) };
-    if let Some(weights) = safetensors::find_in(dir, "model")? {
-        m.apply_weights(weights);
+    match safetensors::find_in(dir, "model") {
+        Ok(Some(weights)) => m.apply_weights(weights),
+        Ok(None) => {}
+        Err(e) => m.notes.push(format!("weights not counted: {e}")),
     }
     Ok(m)
 }

@@ -6,8 +6,9 @@
 //! data. The reference implementation refuses headers over 100 MB (`MAX_HEADER_SIZE`); so do we.
 //! A sharded checkpoint adds `*.safetensors.index.json` with `weight_map: {tensor: shard}`.
 
-use super::reader::{HeaderReader, is_plain_file_name, read_small_text};
-use serde::Serialize;
+use super::reader::{HeaderReader, is_plain_file_name, read_small_text, shown};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
@@ -63,62 +64,159 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, String> {
     }
     let raw = r.bytes(n, "the JSON header")?;
     let data_len = r.remaining();
-    let json: serde_json::Value = serde_json::from_slice(&raw)
-        .map_err(|e| r.err(format_args!("header is not valid JSON: {e}")))?;
-    let serde_json::Value::Object(map) = json else {
-        return Err(r.err("header is not a JSON object"));
+    let RawHeader { tensors, metadata } = serde_json::from_slice(&raw).map_err(|e| {
+        r.err(format_args!(
+            "header is not a valid safetensors header: {e}"
+        ))
+    })?;
+    let mut h = Header {
+        tensors: Vec::with_capacity(tensors.len()),
+        metadata,
     };
-    let mut h = Header::default();
-    for (name, v) in map {
-        if name == "__metadata__" {
-            if let serde_json::Value::Object(m) = v {
-                h.metadata = m
-                    .into_iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
-                    .collect();
-            }
-            continue;
-        }
-        h.tensors.push(
-            entry(&name, &v, data_len).map_err(|e| r.err(format_args!("tensor '{name}': {e}")))?,
-        );
+    for (name, raw) in tensors {
+        let t = entry(&name, raw, data_len)
+            .map_err(|e| r.err(format_args!("tensor {}: {e}", shown(&name))))?;
+        h.tensors.push(t);
     }
     Ok(h)
 }
 
-fn entry(name: &str, v: &serde_json::Value, data_len: u64) -> Result<TensorEntry, String> {
-    let dtype = v
-        .get("dtype")
-        .and_then(|d| d.as_str())
-        .ok_or("no dtype")?
-        .to_string();
-    let shape_v = v
-        .get("shape")
-        .and_then(|s| s.as_array())
-        .ok_or("no shape")?;
-    let mut shape = Vec::with_capacity(shape_v.len().min(16));
+/// At most this many numbers in a shape or offsets list (real tensors have up to 5 dimensions),
+/// so the parsed header stays proportional to its text.
+const MAX_DIMS: usize = 16;
+
+/// The header as stored: tensor entries in file order, and `__metadata__`.
+struct RawHeader {
+    tensors: Vec<(String, RawEntry)>,
+    metadata: BTreeMap<String, String>,
+}
+
+/// One entry; unknown fields are skipped unread.
+#[derive(Deserialize)]
+struct RawEntry {
+    dtype: Option<String>,
+    shape: Option<Dims>,
+    data_offsets: Option<Dims>,
+}
+
+/// A list of whole numbers, refused past `MAX_DIMS` entries.
+struct Dims(Vec<u64>);
+
+impl<'de> Deserialize<'de> for Dims {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Dims;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a list of at most {MAX_DIMS} whole numbers")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Dims, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = seq.next_element::<u64>()? {
+                    if v.len() == MAX_DIMS {
+                        return Err(de::Error::custom(format!("more than {MAX_DIMS} numbers")));
+                    }
+                    v.push(x);
+                }
+                Ok(Dims(v))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawHeader {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawHeader;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object of tensor entries")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawHeader, A::Error> {
+                let mut h = RawHeader {
+                    tensors: Vec::new(),
+                    metadata: BTreeMap::new(),
+                };
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "__metadata__" {
+                        // A map of strings (safetensors `Metadata`); other values are skipped.
+                        let m: BTreeMap<String, MaybeStr> = map.next_value()?;
+                        h.metadata = m
+                            .into_iter()
+                            .filter_map(|(k, v)| v.0.map(|s| (k, s)))
+                            .collect();
+                    } else {
+                        let e = map.next_value::<RawEntry>().map_err(|e| {
+                            de::Error::custom(format!("tensor {}: {e}", shown(&key)))
+                        })?;
+                        h.tensors.push((key, e));
+                    }
+                }
+                Ok(h)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A string, or any other JSON value skipped unread.
+struct MaybeStr(Option<String>);
+
+impl<'de> Deserialize<'de> for MaybeStr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MaybeStr;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<MaybeStr, E> {
+                Ok(MaybeStr(Some(s.to_string())))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<MaybeStr, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<MaybeStr, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<MaybeStr, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<MaybeStr, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<MaybeStr, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MaybeStr, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(MaybeStr(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MaybeStr, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(MaybeStr(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn entry(name: &str, raw: RawEntry, data_len: u64) -> Result<TensorEntry, String> {
+    let dtype = raw.dtype.ok_or("no dtype")?;
+    let shape = raw.shape.ok_or("no shape")?.0;
     let mut elements: u64 = 1;
-    for d in shape_v {
-        let d = d
-            .as_u64()
-            .ok_or("shape holds something other than a whole number")?;
+    for &d in &shape {
         elements = elements
             .checked_mul(d)
             .filter(|&e| e < 1 << 62)
             .ok_or("absurd shape")?;
-        shape.push(d);
     }
-    let offs = v
-        .get("data_offsets")
-        .and_then(|o| o.as_array())
-        .ok_or("no data_offsets")?;
-    let (Some(begin), Some(end)) = (
-        offs.first().and_then(|x| x.as_u64()),
-        offs.get(1).and_then(|x| x.as_u64()),
-    ) else {
+    let offs = raw.data_offsets.ok_or("no data_offsets")?.0;
+    let [begin, end] = offs[..] else {
         return Err("data_offsets must be two whole numbers".into());
     };
-    if offs.len() != 2 || begin > end {
+    if begin > end {
         return Err(format!("bad data_offsets [{begin}, {end}]"));
     }
     if end > data_len {
@@ -232,30 +330,38 @@ pub fn read_any(path: &Path) -> Result<WeightSummary, String> {
 
 /// Reads a sharded checkpoint through its index: every shard's header, checked against the map.
 pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
-    let shown = path.display();
+    /// The parts of an index we use; other fields are skipped unread.
+    #[derive(Deserialize)]
+    struct Index {
+        weight_map: Option<BTreeMap<String, String>>,
+        metadata: Option<IndexMeta>,
+    }
+    #[derive(Deserialize)]
+    struct IndexMeta {
+        total_size: Option<serde_json::Number>,
+    }
+    let origin = path.display();
     let text = read_small_text(path, MAX_INDEX)?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{shown}: not valid JSON: {e}"))?;
-    let map = json
-        .get("weight_map")
-        .and_then(|m| m.as_object())
-        .ok_or_else(|| format!("{shown}: no weight_map (not a safetensors index)"))?;
+    let index: Index = serde_json::from_str(&text)
+        .map_err(|e| format!("{origin}: not a safetensors index: {e}"))?;
+    let map = index
+        .weight_map
+        .ok_or_else(|| format!("{origin}: no weight_map (not a safetensors index)"))?;
     let mut shards: Vec<&str> = Vec::new();
-    for (tensor, shard) in map {
-        let shard = shard
-            .as_str()
-            .ok_or_else(|| format!("{shown}: weight_map entry '{tensor}' is not a file name"))?;
+    let mut seen = std::collections::HashSet::new();
+    for shard in map.values() {
         if !is_plain_file_name(shard) {
             return Err(format!(
-                "{shown}: shard '{shard}' is not a plain file name in the same folder"
+                "{origin}: shard {} is not a plain file name in the same folder",
+                shown(shard)
             ));
         }
-        if !shards.contains(&shard) {
+        if seen.insert(shard.as_str()) {
             shards.push(shard);
         }
     }
     if shards.is_empty() {
-        return Err(format!("{shown}: weight_map is empty"));
+        return Err(format!("{origin}: weight_map is empty"));
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut s = WeightSummary::default();
@@ -263,7 +369,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
         let p = dir.join(shard);
         if !p.is_file() {
             return Err(format!(
-                "{shown}: shard {shard} is missing (download every file the index lists)"
+                "{origin}: shard {shard} is missing (download every file the index lists)"
             ));
         }
         s.add(p.clone(), read(&p)?);
@@ -273,16 +379,17 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
     let missing = map.keys().filter(|k| !present.contains(k.as_str())).count();
     if missing > 0 {
         s.notes.push(format!(
-            "{missing} tensors listed in {shown} are in none of its shards"
+            "{missing} tensors listed in {origin} are in none of its shards"
         ));
     }
-    if let Some(total) = json
-        .pointer("/metadata/total_size")
+    if let Some(total) = index
+        .metadata
+        .and_then(|m| m.total_size)
         .and_then(|t| t.as_u64())
         && total != s.total_bytes
     {
         s.notes.push(format!(
-            "{shown} says total_size {total} but the shards hold {} bytes",
+            "{origin} says total_size {total} but the shards hold {} bytes",
             s.total_bytes
         ));
     }
