@@ -198,6 +198,24 @@ fn planner_links_carry_the_card_size() {
 }
 
 #[test]
+fn planner_links_carry_the_engine() {
+    let v1 = "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in KV cache (3664). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.";
+    let r = read(v1, kb(), None).unwrap();
+    let s = WizardState::start(kb(), &kb().root, r.observations).unwrap();
+    let View::Result { diagnosis, .. } = s.view(kb(), "en").unwrap() else {
+        panic!("no result")
+    };
+    let ctx = diagnosis
+        .fixes
+        .iter()
+        .find(|f| f.id == "lower_context")
+        .expect("context fix");
+    let p = ctx.planner.as_ref().expect("planner link");
+    assert_eq!(p.get("run.engine").map(String::as_str), Some("vllm"));
+    assert_eq!(p.get("run.seq").map(String::as_str), Some("8192"));
+}
+
+#[test]
 fn live_numbers_answer_steps_and_rank_causes() {
     let gib = 1u64 << 30;
     let ctx = Context {

@@ -102,7 +102,7 @@ pub fn diagnose(
         .collect();
     ranked.sort();
     ranked.dedup_by(|a, b| a.2 == b.2);
-    let planner_gpu = gpu_from(observations);
+    let workload = planner_context(kb, observations);
     let mut d = Diagnosis::default();
     for (rank, (_, _, id)) in ranked.iter().enumerate() {
         let c = &kb.causes[*id];
@@ -128,8 +128,8 @@ pub fn diagnose(
             let f = &kb.fixes[fix_id];
             let planner = (!f.planner.is_empty()).then(|| {
                 let mut p = f.planner.clone();
-                if let Some(g) = &planner_gpu {
-                    p.entry("gpu.vram_gib".into()).or_insert_with(|| g.clone());
+                for (k, v) in &workload {
+                    p.entry(k.clone()).or_insert_with(|| v.clone());
                 }
                 p
             });
@@ -148,10 +148,27 @@ pub fn diagnose(
     d
 }
 
-/// The card's size from a PyTorch message, as the planner's `gpu.vram_gib`.
-fn gpu_from(observations: &[Observation]) -> Option<String> {
-    observations
+/// What the evidence says about the workload, as planner fields: the card's size from a
+/// PyTorch message, and the fields observed facts name in facts.toml (the engine).
+fn planner_context(kb: &Knowledge, observations: &[Observation]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Some(total) = observations
         .iter()
         .filter(|o| o.source == "message")
-        .find_map(|o| o.values.get("total_gib").cloned())
+        .find_map(|o| o.values.get("total_gib"))
+    {
+        out.insert("gpu.vram_gib".to_string(), total.clone());
+    }
+    for o in observations {
+        for (k, v) in kb
+            .facts
+            .get(&o.fact)
+            .map(|f| &f.planner)
+            .into_iter()
+            .flatten()
+        {
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    out
 }

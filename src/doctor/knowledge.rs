@@ -33,6 +33,9 @@ pub struct FactInfo {
     pub label: Text,
     /// What the evidence shows, with `{figure}` placeholders (omitted when no figures).
     pub says: Option<Text>,
+    /// Workload fields this fact implies (`run.engine = "vllm"`), for the planner links.
+    #[serde(default)]
+    pub planner: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -188,6 +191,19 @@ impl Sources<'static> {
     }
 }
 
+/// Planner links may only name workload fields (the sections of the workload file, DESIGN.md).
+fn check_planner_fields(what: &str, fields: &BTreeMap<String, String>) -> Result<(), String> {
+    match fields
+        .keys()
+        .find(|k| !["gpu.", "model.", "run."].iter().any(|p| k.starts_with(p)))
+    {
+        Some(k) => Err(format!(
+            "{what}: planner field '{k}' is not a workload field (gpu.*, model.*, run.*)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The tree whose entry is the wizard's root.
 pub const ROOT_TREE: &str = "start";
 
@@ -329,15 +345,13 @@ impl Knowledge {
             if !used_fixes.contains(id.as_str()) {
                 return Err(format!("causes.toml: fix '{id}' is not used by any cause"));
             }
-            if let Some(k) = f
-                .planner
-                .keys()
-                .find(|k| !["gpu.", "model.", "run."].iter().any(|p| k.starts_with(p)))
-            {
-                return Err(format!(
-                    "causes.toml: fix '{id}' planner field '{k}' is not a workload field (gpu.*, model.*, run.*)"
-                ));
-            }
+            check_planner_fields(&format!("causes.toml: fix '{id}'"), &f.planner)?;
+        }
+        for (fact, info) in &self.facts {
+            check_planner_fields(
+                &format!("facts.toml: fact '{}'", fact.name()),
+                &info.planner,
+            )?;
         }
         Ok(())
     }
