@@ -387,3 +387,69 @@ mod cli {
         assert!(String::from_utf8_lossy(&out.stderr).contains("more than 1 MiB"));
     }
 }
+
+/// Every answer sequence from the root ends at a result with causes and fixes, and every leaf
+/// is reached by some sequence (walked through the wizard's own API, without evidence).
+#[test]
+fn every_path_ends_at_a_result_and_every_leaf_is_reached() {
+    fn walk(s: WizardState, seen: &mut std::collections::BTreeSet<String>, paths: &mut usize) {
+        match s.view(kb(), "en").unwrap() {
+            View::Result { id, diagnosis, .. } => {
+                assert!(
+                    !diagnosis.causes.is_empty() && !diagnosis.fixes.is_empty(),
+                    "{id}"
+                );
+                seen.insert(id);
+                *paths += 1;
+            }
+            View::Question { options, .. } => {
+                assert!(s.path.len() < 20, "path too deep: {:?}", s.path);
+                for i in 0..options.len() {
+                    let mut next = s.clone();
+                    next.answer(kb(), i).unwrap();
+                    walk(next, seen, paths);
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut paths = 0;
+    walk(
+        WizardState::start(kb(), &kb().root, Vec::new()).unwrap(),
+        &mut seen,
+        &mut paths,
+    );
+    let leaves: std::collections::BTreeSet<String> = kb()
+        .nodes
+        .values()
+        .filter(|n| n.is_leaf())
+        .map(|n| n.id.clone())
+        .collect();
+    assert_eq!(seen, leaves);
+    assert!(paths >= leaves.len());
+}
+
+mod fuzz {
+    use super::kb;
+    use proptest::prelude::*;
+    use vram_doctor::doctor::reading::read;
+
+    const SEED: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 250.00 MiB. GPU 0 has a total capacity of 79.26 GiB of which 104.75 MiB is free. Process 1007710 has 79.14 GiB memory in use. 1.05 GiB allowed; Of the allocated memory 74.77 GiB is allocated by PyTorch, with 17.00 MiB allocated in private pools (e.g., CUDA Graphs), and 3.87 GiB is reserved by PyTorch but unallocated.\nAllocation on device 0 would exceed allowed memory. (out of memory)\nRequested : 320.00 MiB\nDevice limit : 15.92 GiB\nMPS backend out of memory (MPS allocated: 8.89 GB, other allocations: 172.98 MB, max allowed: 9.07 GB). Tried to allocate 6.25 MB on private pool\nmore system memory (164.8 GiB) than is available (13.4 GiB) \"BudgetBytes\": 3540794471";
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Any text, including real messages cut or spliced anywhere, reads without panicking.
+        #[test]
+        fn reader_never_panics(junk in "\\PC{0,200}", cut in 0usize..2000, splice in 0usize..2000) {
+            let cut = SEED.char_indices().map(|(i, _)| i).nth(cut % SEED.chars().count()).unwrap_or(0);
+            let at = SEED.char_indices().map(|(i, _)| i).nth(splice % SEED.chars().count()).unwrap_or(0);
+            for text in [junk.clone(), SEED[..cut].to_string(), format!("{}{junk}{}", &SEED[..at], &SEED[at..])] {
+                let r = read(&text, kb(), None).unwrap();
+                if let Some(f) = r.figures {
+                    prop_assert!(f.total.is_none_or(|t| t < u64::MAX));
+                }
+            }
+        }
+    }
+}
