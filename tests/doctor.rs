@@ -453,3 +453,20 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn every_shipped_language_renders_the_wizard() {
+    let s = WizardState::start(kb(), &kb().root, Vec::new()).unwrap();
+    let texts: Vec<String> = kb()
+        .languages
+        .iter()
+        .map(|l| match s.view(kb(), l).unwrap() {
+            View::Question { text, .. } => text,
+            View::Result { .. } => panic!("the root is a question"),
+        })
+        .collect();
+    assert!(kb().languages.len() >= 2);
+    // Each language has its own text for the root question (not a copy of the fallback).
+    let distinct: std::collections::BTreeSet<&String> = texts.iter().collect();
+    assert_eq!(distinct.len(), texts.len(), "{texts:?}");
+}
