@@ -470,3 +470,28 @@ fn every_shipped_language_renders_the_wizard() {
     let distinct: std::collections::BTreeSet<&String> = texts.iter().collect();
     assert_eq!(distinct.len(), texts.len(), "{texts:?}");
 }
+
+#[test]
+fn a_plan_result_answers_a_step_and_shows_its_figures() {
+    let gib = 1u64 << 30;
+    let ctx = Context {
+        plan: Some(vram_doctor::doctor::PlanSummary {
+            fits: false,
+            needed_bytes: 10 * gib,
+            capacity_bytes: 8 * gib,
+        }),
+        ..Context::default()
+    };
+    let entry = &kb().tree("games").unwrap().entry;
+    let mut s = WizardState::start(kb(), entry, ctx.observations(None)).unwrap();
+    s.answer(kb(), 1).unwrap(); // DEVICE_REMOVED
+    s.answer(kb(), 1).unwrap(); // not overclocked → the VRAM question answers itself
+    assert_eq!(s.node, "leaf_game_oom");
+    let last = s.history(kb(), "en").pop().unwrap();
+    let ev = last.evidence.expect("answered from the plan");
+    assert!(ev.contains("10.00 GiB") && ev.contains("8.00 GiB"), "{ev}");
+    // The plan alone, from the root, leads to the out-of-memory branch.
+    let root = WizardState::start(kb(), &kb().root, ctx.observations(None)).unwrap();
+    assert_eq!(root.path[0].node, "symptom");
+    assert_eq!(root.node, "oom_tool");
+}

@@ -1,7 +1,7 @@
 //! From causes (a leaf's list, or what the evidence points at) to the answer shown: causes
 //! ranked with why each fits and the evidence for it, and fixes ordered by cost.
 
-use super::evidence::Observation;
+use super::evidence::{Observation, Source};
 use super::knowledge::{Cost, Knowledge};
 use super::text::fill;
 use serde::{Deserialize, Serialize};
@@ -81,7 +81,7 @@ pub fn diagnose(
 ) -> Diagnosis {
     let from_message: Vec<Observation> = observations
         .iter()
-        .filter(|o| o.source == "message")
+        .filter(|o| o.source == Source::Message)
         .cloned()
         .collect();
     let mut candidates = candidates.to_vec();
@@ -154,7 +154,7 @@ fn planner_context(kb: &Knowledge, observations: &[Observation]) -> BTreeMap<Str
     let mut out = BTreeMap::new();
     if let Some(total) = observations
         .iter()
-        .filter(|o| o.source == "message")
+        .filter(|o| o.source == Source::Message)
         .find_map(|o| o.values.get("total_gib"))
     {
         out.insert("gpu.vram_gib".to_string(), total.clone());

@@ -4,7 +4,7 @@
 //! sizes, ollama's RAM demand, vLLM's KV tokens, the DXGI budget).
 
 use super::classify::{Classification, LiveSnapshot, classify};
-use super::evidence::{Fact, Observation};
+use super::evidence::{Fact, Observation, Source};
 use super::knowledge::Knowledge;
 use super::pytorch::{self, OomFigures};
 use super::size;
@@ -32,10 +32,6 @@ pub struct Reading {
 impl Reading {
     pub fn recognised(&self) -> bool {
         !self.observations.is_empty()
-    }
-
-    pub fn facts(&self) -> Vec<Fact> {
-        self.observations.iter().map(|o| o.fact).collect()
     }
 }
 
@@ -81,7 +77,7 @@ pub fn read(text: &str, kb: &Knowledge, live: Option<&LiveSnapshot>) -> Result<R
 fn obs(fact: Fact, values: &BTreeMap<String, String>) -> Observation {
     Observation {
         fact,
-        source: "message".into(),
+        source: Source::Message,
         values: values.clone(),
     }
 }
