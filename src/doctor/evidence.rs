@@ -22,6 +22,7 @@ pub enum Fact {
     PlainShortage,
     // Recognised by signatures.toml.
     PytorchOom,
+    TensorflowOom,
     CudaOomNoFigures,
     MallocAsync,
     ExpandableUnsupported,
@@ -65,7 +66,7 @@ pub enum Fact {
 
 impl Fact {
     /// Every fact, for the data checks (each needs a label in facts.toml).
-    pub const ALL: [Fact; 45] = {
+    pub const ALL: [Fact; 46] = {
         use Fact::*;
         [
             ImpossibleRequest,
@@ -77,6 +78,7 @@ impl Fact {
             NonPytorchMemory,
             PlainShortage,
             PytorchOom,
+            TensorflowOom,
             CudaOomNoFigures,
             MallocAsync,
             ExpandableUnsupported,
