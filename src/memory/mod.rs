@@ -2,9 +2,12 @@
 //! per-task estimators (`inference`, `training`) assemble them.
 
 pub mod activations;
+pub mod any;
 pub mod arch;
 pub mod breakdown;
+pub mod diffusion;
 pub mod dtype;
+pub mod game;
 pub mod inference;
 pub mod kv_cache;
 pub mod lora;
@@ -27,6 +30,11 @@ pub fn estimate(w: &Workload) -> Breakdown {
         Task::Training => training::estimate(w),
         _ => inference::estimate(w),
     };
-    b.add("other_processes", "Other programs on the GPU", w.run.other_processes_bytes as f64, Layer::External);
+    b.add(
+        "other_processes",
+        "Other programs on the GPU",
+        w.run.other_processes_bytes as f64,
+        Layer::External,
+    );
     b
 }
