@@ -179,6 +179,10 @@ fn planner_links_carry_the_card_size() {
     let r = read(p2, kb(), None).unwrap();
     let mut s = WizardState::start(kb(), &kb().root, r.observations).unwrap();
     assert_eq!(s.node, "oom_when");
+    // At the open question the evidence already points at a shortage.
+    let early = s.evidence_diagnosis(kb(), "en");
+    assert_eq!(early.causes[0].id, "workload_too_big");
+    assert!(!early.causes[0].evidence.is_empty());
     s.answer(kb(), 1).unwrap(); // at the first training step
     let View::Result { diagnosis, .. } = s.view(kb(), "en").unwrap() else {
         panic!("no result")

@@ -2,7 +2,7 @@
 //! wizard as far as the evidence goes, and print the causes and fixes (or `--json`);
 //! `--interactive` asks the remaining questions in the terminal, `--answers 2,1` scripts them.
 
-use crate::doctor::diagnosis::{Diagnosis, causes_for, diagnose, evidence_line};
+use crate::doctor::diagnosis::{Diagnosis, evidence_line};
 use crate::doctor::reading::{MAX_INPUT_BYTES, Reading, read};
 use crate::doctor::wizard::AnsweredStep;
 use crate::doctor::{Context, Knowledge, Platform, View, WizardState};
@@ -132,10 +132,8 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     }
     let view = state.view(kb, &a.lang)?;
     // At a question, what the evidence alone points at; a result carries its own diagnosis.
-    let diagnosis = matches!(view, View::Question { .. }).then(|| {
-        let causes = causes_for(kb, &state.observations);
-        diagnose(kb, &causes, &state.observations, &a.lang)
-    });
+    let diagnosis =
+        matches!(view, View::Question { .. }).then(|| state.evidence_diagnosis(kb, &a.lang));
     let report = Report {
         reading: reading.as_ref(),
         evidence: state
