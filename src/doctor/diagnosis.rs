@@ -55,13 +55,13 @@ pub fn evidence_line(kb: &Knowledge, o: &Observation, lang: &str) -> String {
     }
 }
 
-/// The causes the evidence points at, most telling observation first (for a message read
-/// without the wizard).
+/// The causes the evidence points at, most telling observation first and, for one
+/// observation, in causes.toml's order (for a message read without the wizard).
 pub fn causes_for(kb: &Knowledge, observations: &[Observation]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for o in observations {
-        for (id, c) in &kb.causes {
-            if c.signs.contains(&o.fact) && !out.contains(id) {
+        for id in &kb.cause_order {
+            if kb.causes[id].signs.contains(&o.fact) && !out.contains(id) {
                 out.push(id.clone());
             }
         }

@@ -54,6 +54,7 @@ pub struct Signature {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cause {
+    pub id: String,
     pub title: Text,
     /// Why this cause produces the symptom (general); evidence lines add the specific why.
     pub why: Text,
@@ -139,7 +140,7 @@ struct SignaturesFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CausesFile {
-    cause: BTreeMap<String, Cause>,
+    cause: Vec<Cause>,
     fix: BTreeMap<String, Fix>,
 }
 
@@ -213,6 +214,8 @@ pub struct Knowledge {
     pub facts: BTreeMap<Fact, FactInfo>,
     pub signatures: Vec<Signature>,
     pub causes: BTreeMap<String, Cause>,
+    /// Cause ids in file order: the order of preference among equally supported causes.
+    pub cause_order: Vec<String>,
     pub fixes: BTreeMap<String, Fix>,
     pub trees: Vec<Tree>,
     pub nodes: BTreeMap<String, Node>,
@@ -263,11 +266,20 @@ impl Knowledge {
             .find(|t| t.id == ROOT_TREE)
             .map(|t| t.entry.clone())
             .ok_or_else(|| format!("trees: no tree with id '{ROOT_TREE}' (the wizard's root)"))?;
+        let cause_order: Vec<String> = causes.cause.iter().map(|c| c.id.clone()).collect();
+        let mut cause_map = BTreeMap::new();
+        for c in causes.cause {
+            let id = c.id.clone();
+            if cause_map.insert(id.clone(), c).is_some() {
+                return Err(format!("causes.toml: cause '{id}' is defined twice"));
+            }
+        }
         let k = Knowledge {
             languages: langs.languages,
             facts: facts.fact,
             signatures: sigs.signature,
-            causes: causes.cause,
+            causes: cause_map,
+            cause_order,
             fixes: causes.fix,
             trees,
             nodes,
@@ -583,6 +595,19 @@ mod tests {
             "fixes = [\"tiled_vae\"]",
         );
         assert!(e.contains("fix 'comfy_disable_pinned' is not used"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_cause_is_refused() {
+        let e = broken(
+            "causes",
+            "id = \"flux_cfg\"",
+            "id = \"denoise_empty_latent\"",
+        );
+        assert!(
+            e.contains("cause 'denoise_empty_latent' is defined twice"),
+            "{e}"
+        );
     }
 
     #[test]
