@@ -5,7 +5,7 @@
 use crate::doctor::diagnosis::{Diagnosis, evidence_line};
 use crate::doctor::reading::{MAX_INPUT_BYTES, Reading, read};
 use crate::doctor::wizard::AnsweredStep;
-use crate::doctor::{Context, Knowledge, Platform, View, WizardState};
+use crate::doctor::{Context, Fact, Knowledge, Platform, View, WizardState};
 use crate::units::human;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -58,6 +58,8 @@ impl From<OsArg> for Platform {
 #[derive(Debug, Serialize)]
 struct Report<'a> {
     reading: Option<&'a Reading>,
+    /// The message's classes as labels, primary first (the ids are in `reading`).
+    classification: Vec<String>,
     evidence: Vec<String>,
     path: Vec<AnsweredStep>,
     stop: View,
@@ -134,8 +136,23 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     // At a question, what the evidence alone points at; a result carries its own diagnosis.
     let diagnosis =
         matches!(view, View::Question { .. }).then(|| state.evidence_diagnosis(kb, &a.lang));
+    let classification = reading
+        .iter()
+        .filter_map(|r| r.classification.as_ref())
+        .flat_map(|c| &c.classes)
+        .filter_map(|k| {
+            Some(
+                kb.facts
+                    .get(&Fact::from(*k))?
+                    .label
+                    .get(&a.lang)
+                    .to_string(),
+            )
+        })
+        .collect();
     let report = Report {
         reading: reading.as_ref(),
+        classification,
         evidence: state
             .observations
             .iter()
@@ -217,18 +234,8 @@ fn interactive(
 
 fn render(r: &Report) -> String {
     let mut s = String::new();
-    if let Some(c) = r.reading.and_then(|rd| rd.classification.as_ref()) {
-        let names: Vec<String> = c
-            .classes
-            .iter()
-            .map(|k| {
-                serde_json::to_value(k)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            })
-            .collect();
-        s += &format!("Classification: {}\n", names.join(", "));
+    if !r.classification.is_empty() {
+        s += &format!("Classification: {}\n", r.classification.join("; "));
     }
     if !r.evidence.is_empty() {
         s += "Evidence:\n";
