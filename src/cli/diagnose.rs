@@ -2,10 +2,10 @@
 //! wizard as far as the evidence goes, and print the causes and fixes (or `--json`);
 //! `--interactive` asks the remaining questions in the terminal, `--answers 2,1` scripts them.
 
-use crate::doctor::diagnosis::{Diagnosis, causes_for, diagnose, evidence_line};
+use crate::doctor::diagnosis::{Diagnosis, evidence_line};
 use crate::doctor::reading::{MAX_INPUT_BYTES, Reading, read};
 use crate::doctor::wizard::AnsweredStep;
-use crate::doctor::{Context, Knowledge, Platform, View, WizardState};
+use crate::doctor::{Context, Fact, Knowledge, Platform, View, WizardState};
 use crate::units::human;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -58,6 +58,8 @@ impl From<OsArg> for Platform {
 #[derive(Debug, Serialize)]
 struct Report<'a> {
     reading: Option<&'a Reading>,
+    /// The message's classes as labels, primary first (the ids are in `reading`).
+    classification: Vec<String>,
     evidence: Vec<String>,
     path: Vec<AnsweredStep>,
     stop: View,
@@ -132,12 +134,25 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     }
     let view = state.view(kb, &a.lang)?;
     // At a question, what the evidence alone points at; a result carries its own diagnosis.
-    let diagnosis = matches!(view, View::Question { .. }).then(|| {
-        let causes = causes_for(kb, &state.observations);
-        diagnose(kb, &causes, &state.observations, &a.lang)
-    });
+    let diagnosis =
+        matches!(view, View::Question { .. }).then(|| state.evidence_diagnosis(kb, &a.lang));
+    let classification = reading
+        .iter()
+        .filter_map(|r| r.classification.as_ref())
+        .flat_map(|c| &c.classes)
+        .filter_map(|k| {
+            Some(
+                kb.facts
+                    .get(&Fact::from(*k))?
+                    .label
+                    .get(&a.lang)
+                    .to_string(),
+            )
+        })
+        .collect();
     let report = Report {
         reading: reading.as_ref(),
+        classification,
         evidence: state
             .observations
             .iter()
@@ -219,18 +234,8 @@ fn interactive(
 
 fn render(r: &Report) -> String {
     let mut s = String::new();
-    if let Some(c) = r.reading.and_then(|rd| rd.classification.as_ref()) {
-        let names: Vec<String> = c
-            .classes
-            .iter()
-            .map(|k| {
-                serde_json::to_value(k)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            })
-            .collect();
-        s += &format!("Classification: {}\n", names.join(", "));
+    if !r.classification.is_empty() {
+        s += &format!("Classification: {}\n", r.classification.join("; "));
     }
     if !r.evidence.is_empty() {
         s += "Evidence:\n";

@@ -1,7 +1,7 @@
 //! From causes (a leaf's list, or what the evidence points at) to the answer shown: causes
 //! ranked with why each fits and the evidence for it, and fixes ordered by cost.
 
-use super::evidence::Observation;
+use super::evidence::{Observation, Source};
 use super::knowledge::{Cost, Knowledge};
 use super::text::fill;
 use serde::{Deserialize, Serialize};
@@ -55,13 +55,13 @@ pub fn evidence_line(kb: &Knowledge, o: &Observation, lang: &str) -> String {
     }
 }
 
-/// The causes the evidence points at, most telling observation first (for a message read
-/// without the wizard).
+/// The causes the evidence points at, most telling observation first and, for one
+/// observation, in causes.toml's order (for a message read without the wizard).
 pub fn causes_for(kb: &Knowledge, observations: &[Observation]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for o in observations {
-        for (id, c) in &kb.causes {
-            if c.signs.contains(&o.fact) && !out.contains(id) {
+        for id in &kb.cause_order {
+            if kb.causes[id].signs.contains(&o.fact) && !out.contains(id) {
                 out.push(id.clone());
             }
         }
@@ -81,7 +81,7 @@ pub fn diagnose(
 ) -> Diagnosis {
     let from_message: Vec<Observation> = observations
         .iter()
-        .filter(|o| o.source == "message")
+        .filter(|o| o.source == Source::Message)
         .cloned()
         .collect();
     let mut candidates = candidates.to_vec();
@@ -102,7 +102,7 @@ pub fn diagnose(
         .collect();
     ranked.sort();
     ranked.dedup_by(|a, b| a.2 == b.2);
-    let planner_gpu = gpu_from(observations);
+    let workload = planner_context(kb, observations);
     let mut d = Diagnosis::default();
     for (rank, (_, _, id)) in ranked.iter().enumerate() {
         let c = &kb.causes[*id];
@@ -128,8 +128,8 @@ pub fn diagnose(
             let f = &kb.fixes[fix_id];
             let planner = (!f.planner.is_empty()).then(|| {
                 let mut p = f.planner.clone();
-                if let Some(g) = &planner_gpu {
-                    p.entry("gpu.vram_gib".into()).or_insert_with(|| g.clone());
+                for (k, v) in &workload {
+                    p.entry(k.clone()).or_insert_with(|| v.clone());
                 }
                 p
             });
@@ -148,10 +148,27 @@ pub fn diagnose(
     d
 }
 
-/// The card's size from a PyTorch message, as the planner's `gpu.vram_gib`.
-fn gpu_from(observations: &[Observation]) -> Option<String> {
-    observations
+/// What the evidence says about the workload, as planner fields: the card's size from a
+/// PyTorch message, and the fields observed facts name in facts.toml (the engine).
+fn planner_context(kb: &Knowledge, observations: &[Observation]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Some(total) = observations
         .iter()
-        .filter(|o| o.source == "message")
-        .find_map(|o| o.values.get("total_gib").cloned())
+        .filter(|o| o.source == Source::Message)
+        .find_map(|o| o.values.get("total_gib"))
+    {
+        out.insert("gpu.vram_gib".to_string(), total.clone());
+    }
+    for o in observations {
+        for (k, v) in kb
+            .facts
+            .get(&o.fact)
+            .map(|f| &f.planner)
+            .into_iter()
+            .flatten()
+        {
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    out
 }

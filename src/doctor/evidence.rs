@@ -22,6 +22,7 @@ pub enum Fact {
     PlainShortage,
     // Recognised by signatures.toml.
     PytorchOom,
+    TensorflowOom,
     CudaOomNoFigures,
     MallocAsync,
     ExpandableUnsupported,
@@ -65,7 +66,7 @@ pub enum Fact {
 
 impl Fact {
     /// Every fact, for the data checks (each needs a label in facts.toml).
-    pub const ALL: [Fact; 45] = {
+    pub const ALL: [Fact; 46] = {
         use Fact::*;
         [
             ImpossibleRequest,
@@ -77,6 +78,7 @@ impl Fact {
             NonPytorchMemory,
             PlainShortage,
             PytorchOom,
+            TensorflowOom,
             CudaOomNoFigures,
             MallocAsync,
             ExpandableUnsupported,
@@ -156,12 +158,25 @@ pub struct PlanSummary {
     pub capacity_bytes: u64,
 }
 
+/// Where an observation came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A pasted error message or log.
+    Message,
+    /// Live telemetry numbers.
+    Live,
+    /// The planner's result.
+    Plan,
+    /// The platform the user named.
+    Platform,
+}
+
 /// One thing the doctor saw: the fact it establishes and the figures that show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
     pub fact: Fact,
-    /// Where it came from: "message", "live", "plan", "platform".
-    pub source: String,
+    pub source: Source,
     /// Figures for the fact's template in facts.toml, and `matched` (the text that was
     /// recognised) for signature facts.
     pub values: BTreeMap<String, String>,
@@ -193,7 +208,7 @@ pub fn observe_live(live: &LiveSnapshot) -> Vec<Observation> {
     {
         out.push(Observation {
             fact: Fact::LiveOtherProcesses,
-            source: "live".into(),
+            source: Source::Live,
             values: values(&[("others", others), ("total", total)]),
         });
     }
@@ -201,7 +216,7 @@ pub fn observe_live(live: &LiveSnapshot) -> Vec<Observation> {
     if full {
         out.push(Observation {
             fact: Fact::LiveVramFull,
-            source: "live".into(),
+            source: Source::Live,
             values: values(&[("used", live.used_bytes), ("total", total)]),
         });
     }
@@ -210,7 +225,7 @@ pub fn observe_live(live: &LiveSnapshot) -> Vec<Observation> {
     if full && live.shared_rising {
         out.push(Observation {
             fact: Fact::LiveSpilling,
-            source: "live".into(),
+            source: Source::Live,
             values: values(&[("shared", live.shared_used_bytes.unwrap_or(0))]),
         });
     }
@@ -225,7 +240,7 @@ pub fn observe_platform(p: Platform) -> Observation {
     };
     Observation {
         fact,
-        source: "platform".into(),
+        source: Source::Platform,
         values: BTreeMap::new(),
     }
 }
@@ -233,7 +248,7 @@ pub fn observe_platform(p: Platform) -> Observation {
 pub fn observe_plan(plan: &PlanSummary) -> Option<Observation> {
     (!plan.fits).then(|| Observation {
         fact: Fact::PlanDoesNotFit,
-        source: "plan".into(),
+        source: Source::Plan,
         values: BTreeMap::from([
             ("needed".to_string(), human(plan.needed_bytes)),
             ("total".to_string(), human(plan.capacity_bytes)),

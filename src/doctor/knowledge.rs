@@ -33,6 +33,9 @@ pub struct FactInfo {
     pub label: Text,
     /// What the evidence shows, with `{figure}` placeholders (omitted when no figures).
     pub says: Option<Text>,
+    /// Workload fields this fact implies (`run.engine = "vllm"`), for the planner links.
+    #[serde(default)]
+    pub planner: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -51,6 +54,7 @@ pub struct Signature {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cause {
+    pub id: String,
     pub title: Text,
     /// Why this cause produces the symptom (general); evidence lines add the specific why.
     pub why: Text,
@@ -136,7 +140,7 @@ struct SignaturesFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CausesFile {
-    cause: BTreeMap<String, Cause>,
+    cause: Vec<Cause>,
     fix: BTreeMap<String, Fix>,
 }
 
@@ -188,6 +192,19 @@ impl Sources<'static> {
     }
 }
 
+/// Planner links may only name workload fields (the sections of the workload file, DESIGN.md).
+fn check_planner_fields(what: &str, fields: &BTreeMap<String, String>) -> Result<(), String> {
+    match fields
+        .keys()
+        .find(|k| !["gpu.", "model.", "run."].iter().any(|p| k.starts_with(p)))
+    {
+        Some(k) => Err(format!(
+            "{what}: planner field '{k}' is not a workload field (gpu.*, model.*, run.*)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The tree whose entry is the wizard's root.
 pub const ROOT_TREE: &str = "start";
 
@@ -197,6 +214,8 @@ pub struct Knowledge {
     pub facts: BTreeMap<Fact, FactInfo>,
     pub signatures: Vec<Signature>,
     pub causes: BTreeMap<String, Cause>,
+    /// Cause ids in file order: the order of preference among equally supported causes.
+    pub cause_order: Vec<String>,
     pub fixes: BTreeMap<String, Fix>,
     pub trees: Vec<Tree>,
     pub nodes: BTreeMap<String, Node>,
@@ -247,11 +266,20 @@ impl Knowledge {
             .find(|t| t.id == ROOT_TREE)
             .map(|t| t.entry.clone())
             .ok_or_else(|| format!("trees: no tree with id '{ROOT_TREE}' (the wizard's root)"))?;
+        let cause_order: Vec<String> = causes.cause.iter().map(|c| c.id.clone()).collect();
+        let mut cause_map = BTreeMap::new();
+        for c in causes.cause {
+            let id = c.id.clone();
+            if cause_map.insert(id.clone(), c).is_some() {
+                return Err(format!("causes.toml: cause '{id}' is defined twice"));
+            }
+        }
         let k = Knowledge {
             languages: langs.languages,
             facts: facts.fact,
             signatures: sigs.signature,
-            causes: causes.cause,
+            causes: cause_map,
+            cause_order,
             fixes: causes.fix,
             trees,
             nodes,
@@ -329,15 +357,13 @@ impl Knowledge {
             if !used_fixes.contains(id.as_str()) {
                 return Err(format!("causes.toml: fix '{id}' is not used by any cause"));
             }
-            if let Some(k) = f
-                .planner
-                .keys()
-                .find(|k| !["gpu.", "model.", "run."].iter().any(|p| k.starts_with(p)))
-            {
-                return Err(format!(
-                    "causes.toml: fix '{id}' planner field '{k}' is not a workload field (gpu.*, model.*, run.*)"
-                ));
-            }
+            check_planner_fields(&format!("causes.toml: fix '{id}'"), &f.planner)?;
+        }
+        for (fact, info) in &self.facts {
+            check_planner_fields(
+                &format!("facts.toml: fact '{}'", fact.name()),
+                &info.planner,
+            )?;
         }
         Ok(())
     }
@@ -569,6 +595,19 @@ mod tests {
             "fixes = [\"tiled_vae\"]",
         );
         assert!(e.contains("fix 'comfy_disable_pinned' is not used"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_cause_is_refused() {
+        let e = broken(
+            "causes",
+            "id = \"flux_cfg\"",
+            "id = \"denoise_empty_latent\"",
+        );
+        assert!(
+            e.contains("cause 'denoise_empty_latent' is defined twice"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -8,6 +8,21 @@
 //! - `reading`: any pasted text → observations (facts with figures).
 //! - `evidence`: facts from live numbers, a plan result and the platform, all plain data.
 //! - `wizard`: the walk over the trees; `diagnosis`: ranked causes and fixes by cost.
+//!
+//! A front end (the CLI's `diagnose`, the GUI's doctor tab) drives it like this:
+//!
+//! ```text
+//! let kb = Knowledge::get();
+//! let reading = reading::read(&pasted_text, kb, live.as_ref())?;      // Err only if > 1 MiB
+//! let ctx = Context { live, plan, platform };
+//! let mut state = WizardState::start(kb, &kb.root, ctx.observations(Some(&reading)))?;
+//! match state.view(kb, lang)? {                                       // the evidence already
+//!     View::Question { text, options, .. } => state.answer(kb, i)?,   // walked what it could
+//!     View::Result { diagnosis, .. } => show(diagnosis),              // causes, fixes by cost
+//! }
+//! ```
+//!
+//! `WizardState` is plain data (Default + serde): keep it, save it, `back()` it.
 
 pub mod classify;
 pub mod diagnosis;

@@ -4,7 +4,7 @@
 //! sizes, ollama's RAM demand, vLLM's KV tokens, the DXGI budget).
 
 use super::classify::{Classification, LiveSnapshot, classify};
-use super::evidence::{Fact, Observation};
+use super::evidence::{Fact, Observation, Source};
 use super::knowledge::Knowledge;
 use super::pytorch::{self, OomFigures};
 use super::size;
@@ -18,6 +18,8 @@ pub const MAX_INPUT_BYTES: usize = 1 << 20;
 
 /// Characters of context kept around a recognised pattern for the evidence line.
 const SNIPPET_CHARS: usize = 160;
+/// …of which at most this many before the match.
+const SNIPPET_BEFORE: usize = 40;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reading {
@@ -32,10 +34,6 @@ pub struct Reading {
 impl Reading {
     pub fn recognised(&self) -> bool {
         !self.observations.is_empty()
-    }
-
-    pub fn facts(&self) -> Vec<Fact> {
-        self.observations.iter().map(|o| o.fact).collect()
     }
 }
 
@@ -81,28 +79,41 @@ pub fn read(text: &str, kb: &Knowledge, live: Option<&LiveSnapshot>) -> Result<R
 fn obs(fact: Fact, values: &BTreeMap<String, String>) -> Observation {
     Observation {
         fact,
-        source: "message".into(),
+        source: Source::Message,
         values: values.clone(),
     }
 }
 
-/// The line around a match (lowercasing can shift byte offsets for non-ASCII text, so the
-/// offset is used only if it lands on a boundary of the original).
+/// The line around a match, cut to a window around it on long lines (lowercasing can shift
+/// byte offsets for non-ASCII text, so the offset is used only if it lands on a boundary of the
+/// original).
 fn snippet(text: &str, lower: &str, at: usize) -> String {
     let src = if lower.len() == text.len() && text.is_char_boundary(at) {
         text
     } else {
         lower
     };
-    let start = src[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = src[at..].find('\n').map_or(src.len(), |i| at + i);
-    let line = src[start..end].trim();
-    if line.chars().count() > SNIPPET_CHARS {
-        let cut: String = line.chars().take(SNIPPET_CHARS).collect();
-        format!("{cut}…")
-    } else {
-        line.to_string()
+    let line_start = src[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = src[at..].find('\n').map_or(src.len(), |i| at + i);
+    // Up to SNIPPET_BEFORE characters before the match, the rest after it.
+    let start = src[line_start..at]
+        .char_indices()
+        .rev()
+        .nth(SNIPPET_BEFORE - 1)
+        .map_or(line_start, |(i, _)| line_start + i);
+    let end = src[at..line_end]
+        .char_indices()
+        .nth(SNIPPET_CHARS - SNIPPET_BEFORE)
+        .map_or(line_end, |(i, _)| at + i);
+    let mut out = String::new();
+    if start > line_start {
+        out.push('…');
     }
+    out.push_str(src[start..end].trim());
+    if end < line_end {
+        out.push('…');
+    }
+    out
 }
 
 fn figure_values(f: &OomFigures, c: &Classification) -> BTreeMap<String, String> {
@@ -219,6 +230,24 @@ mod tests {
             "alloc_tensor_range: failed to allocate CUDA0 buffer of size 151851674624",
         );
         assert_eq!(v["buffer"], "141.42 GiB");
+    }
+
+    #[test]
+    fn snippet_on_a_long_line_keeps_the_match() {
+        let text = format!(
+            "{}Got an OOM, unloading all loaded models.{}",
+            "x".repeat(500),
+            "y".repeat(500)
+        );
+        let lower = text.to_lowercase();
+        let at = lower.find("got an oom").unwrap();
+        let s = snippet(&text, &lower, at);
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(
+            s.contains("Got an OOM, unloading all loaded models."),
+            "{s}"
+        );
+        assert!(s.chars().count() <= SNIPPET_CHARS + 2);
     }
 
     #[test]

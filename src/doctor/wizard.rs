@@ -4,7 +4,7 @@
 //!
 //! The state is plain data (Default + serde) so the GUI can keep it, save it and drive it.
 
-use super::diagnosis::{Diagnosis, diagnose, evidence_line};
+use super::diagnosis::{Diagnosis, causes_for, diagnose, evidence_line};
 use super::evidence::Observation;
 use super::knowledge::{Knowledge, Node};
 use serde::{Deserialize, Serialize};
@@ -164,6 +164,17 @@ impl WizardState {
                     .collect(),
             }
         })
+    }
+
+    /// What the evidence alone points at, wherever the walk stands (shown beside a question the
+    /// evidence could not answer).
+    pub fn evidence_diagnosis(&self, kb: &Knowledge, lang: &str) -> Diagnosis {
+        diagnose(
+            kb,
+            &causes_for(kb, &self.observations),
+            &self.observations,
+            lang,
+        )
     }
 
     /// The path so far, with the evidence behind each self-answered step.
