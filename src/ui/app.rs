@@ -51,6 +51,9 @@ impl eframe::App for VramDoctorApp {
                 ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), theme_ui);
             });
         });
+        if s.tab != Tab::Monitor {
+            s.monitor.hide();
+        }
         match s.tab {
             Tab::Planner => s.planner.ui(ui),
             Tab::Monitor => {
