@@ -32,7 +32,7 @@ fn tabs_open_by_label() {
     h.get_by_label("No GPU readings");
     h.get_by_label("Doctor").click();
     h.run();
-    h.get_by_label("Error message");
+    h.get_by_label("Read message");
     assert!(
         h.query_by_role_and_label(Role::Slider, "Batch size")
             .is_none()

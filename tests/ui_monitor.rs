@@ -41,6 +41,7 @@ fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
 
 fn harness(view: MonitorView) -> Harness<'static, MonitorView> {
     Harness::builder()
+        .with_context_setup(vram_doctor::ui::install_fonts)
         .with_size([1000.0, 900.0])
         .build_ui_state(|ui, v: &mut MonitorView| v.ui(ui, Some(20 * GIB)), view)
 }

@@ -30,6 +30,7 @@ fn view(dialog_path: PathBuf) -> PlannerView {
 
 fn harness(v: PlannerView) -> Harness<'static, PlannerView> {
     Harness::builder()
+        .with_context_setup(vram_doctor::ui::install_fonts)
         .with_size([1200.0, 900.0])
         .build_ui_state(|ui, v: &mut PlannerView| v.ui(ui), v)
 }
