@@ -52,6 +52,9 @@ macro_rules! choice {
     };
 }
 
+/// Other modules (diffusion, games) declare their choices with the same macro.
+pub(crate) use choice;
+
 choice!(
     /// What the GPU is asked to do.
     Task, "run.task" {
@@ -89,6 +92,17 @@ choice!(
     Objective, "run.objective" {
         CausalLm = "causal-lm" | "lm",
         Classification = "classification",
+    }
+);
+
+choice!(
+    /// How the training loss is computed over the vocabulary.
+    Loss, "run.loss" {
+        /// Full logits, upcast to fp32, then cross-entropy (transformers' default).
+        Standard = "standard",
+        /// Logits computed and upcast chunk by chunk (torchtune `CEWithChunkedOutputLoss`,
+        /// Liger/Unsloth fused cross-entropy).
+        Chunked = "chunked" | "fused" | "liger",
     }
 );
 
