@@ -3,12 +3,22 @@
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
+use vram_doctor::telemetry::{Source, SourceState};
 use vram_doctor::ui::{Tab, VramDoctorApp};
+
+/// The machine running the tests may have a GPU; the app tests behave as if it had none.
+fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
+    Err(SourceState::NoGpu)
+}
 
 fn app(start: Option<Tab>) -> Harness<'static, VramDoctorApp> {
     Harness::builder()
         .with_size([1200.0, 800.0])
-        .build_eframe(move |cc| VramDoctorApp::new(cc, start))
+        .build_eframe(move |cc| {
+            let mut app = VramDoctorApp::new(cc, start);
+            app.state.monitor.feed.detect = no_gpu;
+            app
+        })
 }
 
 #[test]
@@ -22,7 +32,7 @@ fn tabs_open_by_label() {
     h.get_by_label("No GPU readings");
     h.get_by_label("Doctor").click();
     h.run();
-    h.get_by_label("Error message");
+    h.get_by_label("Read message");
     assert!(
         h.query_by_role_and_label(Role::Slider, "Batch size")
             .is_none()

@@ -30,6 +30,7 @@ fn view(dialog_path: PathBuf) -> PlannerView {
 
 fn harness(v: PlannerView) -> Harness<'static, PlannerView> {
     Harness::builder()
+        .with_context_setup(vram_doctor::ui::install_fonts)
         .with_size([1200.0, 900.0])
         .build_ui_state(|ui, v: &mut PlannerView| v.ui(ui), v)
 }
@@ -148,4 +149,49 @@ fn the_gpu_picker_searches_the_catalog() {
         Some("rtx-3060-12gb")
     );
     h.get_by_label_contains("of 12.00 GiB, ");
+}
+
+#[test]
+fn applying_the_recommended_plan_makes_it_fit() {
+    let mut v = view(PathBuf::from("unused.toml"));
+    v.workload.gpu.preset = Some("rtx-3060-12gb".into());
+    let mut h = harness(v);
+    h.run();
+    h.get_by_label_contains("Does not fit");
+    h.get_by_label_contains("Recommended plan:");
+    h.get_by_label_contains("Largest batch that fits: none fits");
+    h.get_by_label("Apply plan").click();
+    h.run();
+    h.get_by_label_contains("Fits: needs");
+    assert!(
+        h.query_by_label("Apply plan").is_none(),
+        "nothing left to apply"
+    );
+    let run = &h.state().workload.run;
+    assert!(
+        run.weights.is_some() || run.kv_cache.is_some(),
+        "the plan changed the file form: {run:?}"
+    );
+    h.get_by_label_contains("Largest batch that fits: ");
+    assert!(
+        h.query_by_label_contains("Largest batch that fits: none")
+            .is_none()
+    );
+}
+
+#[test]
+fn a_model_file_replaces_the_preset() {
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/configs/mistral-7b-v0.1.json");
+    let mut h = harness(view(config.clone()));
+    h.run();
+    h.get_by_label("Open model file…").click();
+    h.run();
+    assert_eq!(
+        h.state().workload.model.file.as_deref(),
+        Some(config.as_path())
+    );
+    assert_eq!(h.state().workload.model.preset, None);
+    h.get_by_label_contains("Per GPU on");
+    h.get_by_label_contains("Fits: needs");
 }

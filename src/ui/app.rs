@@ -27,6 +27,7 @@ impl VramDoctorApp {
     /// Restores the last session's state when there is one (a state saved by an older version
     /// that no longer reads falls back to the defaults), then applies `start_tab`.
     pub fn new(cc: &eframe::CreationContext<'_>, start_tab: Option<Tab>) -> Self {
+        super::install_fonts(&cc.egui_ctx);
         let mut state: AppState = cc
             .storage
             .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
@@ -51,6 +52,9 @@ impl eframe::App for VramDoctorApp {
                 ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), theme_ui);
             });
         });
+        if s.tab != Tab::Monitor {
+            s.monitor.hide();
+        }
         match s.tab {
             Tab::Planner => s.planner.ui(ui),
             Tab::Monitor => {

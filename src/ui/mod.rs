@@ -51,6 +51,24 @@ impl Tab {
     }
 }
 
+/// Fonts: egui's bundled ones, with its monospace font (Hack) as a fallback for the proportional
+/// text, because Ubuntu-Light has no arrows and the doctor's and planner's texts use "→"
+/// (found by the kittest harness, which fails on any glyph it cannot draw).
+pub fn install_fonts(ctx: &egui::Context) {
+    let mut fonts = egui::FontDefinitions::default();
+    let hack = "Hack".to_string();
+    if fonts.font_data.contains_key(&hack)
+        && let Some(p) = fonts.families.get_mut(&egui::FontFamily::Proportional)
+    {
+        let at = p
+            .iter()
+            .position(|f| f == "Ubuntu-Light")
+            .map_or(0, |i| i + 1);
+        p.insert(at, hack);
+    }
+    ctx.set_fonts(fonts);
+}
+
 /// Why the app cannot open a window here, when that can be told before trying.
 ///
 /// winit picks Wayland when `WAYLAND_DISPLAY`/`WAYLAND_SOCKET` is set and X11 through `DISPLAY`

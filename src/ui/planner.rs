@@ -7,10 +7,12 @@ use super::catalog::Pick;
 use super::files::{Dialogs, write_atomic};
 use crate::catalog::Catalog;
 use crate::memory::dtype::{KV_NAMES, WEIGHT_NAMES};
+use crate::memory::workload::RunSection;
 use crate::memory::{
-    self, Attention, Breakdown, Checkpointing, Engine, KvDtype, LoraTargets, Method, Offload,
-    Optimizer, Precision, Run, Task, WorkloadFile,
+    Attention, Breakdown, Checkpointing, Engine, KvDtype, LoraTargets, Method, Offload, Optimizer,
+    Precision, Run, Task, WorkloadFile,
 };
+use crate::plan::{self, Plan};
 use crate::units::{gib, human};
 use egui::{ComboBox, RichText, Slider, Ui};
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,7 @@ type Evaluated = Result<Estimate, String>;
 #[derive(Clone)]
 struct Estimate {
     run: Run,
+    plan: Plan,
     gpu_name: String,
     max_seq: u32,
     breakdown: Breakdown,
@@ -105,17 +108,33 @@ impl PlannerView {
             .as_deref()
             .and_then(Path::parent)
             .unwrap_or(Path::new("."));
-        let e = self.workload.resolve(base, None).map(|w| Estimate {
-            max_seq: w.model.max_context.unwrap_or(SEQ_MAX_FALLBACK),
-            breakdown: memory::estimate(&w),
-            gpu_name: w.gpu.name.clone(),
-            run: w.run,
-        });
+        let e = self
+            .workload
+            .resolve(base, Some(crate::import::load_model))
+            .map(|w| {
+                let (breakdown, plan) = plan::plan(&w);
+                Estimate {
+                    max_seq: w.model.max_context.unwrap_or(SEQ_MAX_FALLBACK),
+                    breakdown,
+                    plan,
+                    gpu_name: w.gpu.name,
+                    run: w.run,
+                }
+            });
         if let Ok(est) = &e {
             self.shown = est.run.clone();
         }
         self.cache = Some((self.workload.clone(), e.clone()));
         e
+    }
+
+    /// Writes the recommended plan's changes into the workload being edited.
+    fn apply(&mut self, before: &Run, plan: &Plan) {
+        let after = plan
+            .changes
+            .iter()
+            .fold(before.clone(), |r, s| s.apply(&r).unwrap_or(r));
+        write_changes(&mut self.workload.run, before, &after);
     }
 
     /// Plans with a preset chosen in the catalog tab.
@@ -152,7 +171,11 @@ impl PlannerView {
         let estimate = self.evaluate();
         egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| match &estimate {
-                Ok(e) => result_ui(ui, e),
+                Ok(e) => {
+                    if result_ui(ui, e) {
+                        self.apply(&e.run, &e.plan);
+                    }
+                }
                 Err(msg) => {
                     ui.heading("Cannot estimate this workload");
                     ui.colored_label(ui.visuals().error_fg_color, msg);
@@ -170,6 +193,13 @@ impl PlannerView {
                 self.save();
             }
         });
+        if ui
+            .button("Open model file…")
+            .on_hover_text("config.json, .safetensors, .safetensors.index.json or .gguf")
+            .clicked()
+        {
+            self.open_model();
+        }
         if let Some(p) = &self.path {
             ui.weak(p.display().to_string());
         }
@@ -198,6 +228,17 @@ impl PlannerView {
             // The workload being edited is kept as it was.
             Err(e) => Err(e),
         });
+    }
+
+    /// Uses a model file instead of a preset; the importer reads it on every estimate, and an
+    /// unreadable file shows as the estimate's error.
+    fn open_model(&mut self) {
+        let exts = &["json", "safetensors", "gguf"];
+        let Some(path) = self.dialogs.0.open("Open a model file", exts) else {
+            return;
+        };
+        self.workload.model = Default::default();
+        self.workload.model.file = Some(path);
     }
 
     fn save(&mut self) {
@@ -269,7 +310,10 @@ impl PlannerView {
             .and_then(|p| cat.model(p).ok())
             .map_or_else(
                 || {
-                    if w.model.params.is_some() {
+                    if let Some(f) = w.model.file.as_ref().or(w.model.hf_config.as_ref()) {
+                        f.file_name()
+                            .map_or("model file".into(), |n| n.to_string_lossy().into_owned())
+                    } else if w.model.params.is_some() {
                         "custom architecture".into()
                     } else {
                         "choose a model".into()
@@ -494,7 +538,8 @@ pub fn verdict(b: &Breakdown) -> String {
     }
 }
 
-fn result_ui(ui: &mut Ui, e: &Estimate) {
+/// Draws the estimate and the plan; returns true when the user asked to apply the plan.
+fn result_ui(ui: &mut Ui, e: &Estimate) -> bool {
     let b = &e.breakdown;
     ui.heading(format!("Per GPU on {}", e.gpu_name));
     let color = if b.fits() {
@@ -503,6 +548,7 @@ fn result_ui(ui: &mut Ui, e: &Estimate) {
         ui.visuals().error_fg_color
     };
     ui.label(RichText::new(verdict(b)).size(20.0).strong().color(color));
+    let apply = plan_ui(ui, &e.plan);
     ui.add_space(6.0);
     let parts: Vec<(&str, u64)> = b
         .components
@@ -542,4 +588,73 @@ fn result_ui(ui: &mut Ui, e: &Estimate) {
             ui.colored_label(ui.visuals().warn_fg_color, w);
         }
     }
+    apply
+}
+
+/// The recommended plan, the largest batch and longest sequence that fit; true when "Apply
+/// plan" was clicked.
+fn plan_ui(ui: &mut Ui, p: &Plan) -> bool {
+    let mut apply = false;
+    ui.add_space(6.0);
+    if p.changes.is_empty() {
+        ui.label(&p.why);
+    } else {
+        ui.strong(format!(
+            "Recommended plan: {} ({:.2}× speed; {})",
+            p.strategies.join(" + "),
+            p.speed_factor,
+            p.quality_note
+        ));
+        ui.label(format!("Peak after the plan: {}", human(p.process_bytes)));
+        apply = ui.button("Apply plan").clicked();
+    }
+    let fit = |v: Option<u32>| v.map_or("none fits".to_string(), |n| n.to_string());
+    ui.label(format!(
+        "Largest batch that fits: {} · longest sequence that fits: {}",
+        fit(p.max_batch),
+        fit(p.max_seq)
+    ));
+    apply
+}
+
+/// Records in the file form the knobs that differ between two resolved runs, so that applying a
+/// plan changes only what the plan changed (each field is a plain copy; nothing is computed).
+fn write_changes(f: &mut RunSection, before: &Run, after: &Run) {
+    macro_rules! copy {
+        ($($field:ident),*) => { $(if before.$field != after.$field { f.$field = Some(after.$field); })* };
+    }
+    macro_rules! copy_int {
+        ($($field:ident),*) => { $(if before.$field != after.$field { f.$field = Some(i64::from(after.$field)); })* };
+    }
+    copy!(
+        task,
+        objective,
+        engine,
+        attention,
+        method,
+        precision,
+        optimizer,
+        checkpointing,
+        lora_targets,
+        offload
+    );
+    copy!(gpu_memory_utilization);
+    copy_int!(
+        batch, seq, prompt, lora_rank, grad_accum, zero_stage, ubatch
+    );
+    if before.weights != after.weights {
+        f.weights = Some(after.weights.to_string());
+    }
+    if before.kv_cache != after.kv_cache {
+        f.kv_cache = Some(kv_name(after.kv_cache).to_string());
+    }
+}
+
+/// `KvDtype` has no Display: the first accepted spelling that parses back to it.
+fn kv_name(k: KvDtype) -> &'static str {
+    KV_NAMES
+        .iter()
+        .find(|n| n.parse::<KvDtype>() == Ok(k))
+        .copied()
+        .unwrap_or("fp16")
 }

@@ -1,0 +1,95 @@
+//! Doctor tab: paste a message, let the evidence answer what it can, walk to a fix.
+
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use vram_doctor::ui::doctor::DoctorView;
+
+const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. \
+GPU 0 has a total capacity of 23.65 GiB of which 1.05 GiB is free. Including non-PyTorch memory, \
+this process has 22.58 GiB memory in use. Of the allocated memory 20.10 GiB is allocated by \
+PyTorch, and 1.90 GiB is reserved by PyTorch but unallocated.";
+
+fn harness() -> Harness<'static, DoctorView> {
+    Harness::builder()
+        .with_size([1200.0, 1000.0])
+        .with_context_setup(vram_doctor::ui::install_fonts)
+        .build_ui_state(|ui, v: &mut DoctorView| v.ui(ui), DoctorView::default())
+}
+
+/// Answers with the first option until the wizard shows its result (bounded).
+fn walk_to_result(h: &mut Harness<'static, DoctorView>) {
+    for _ in 0..20 {
+        if h.query_by_label("Fixes, cheapest first").is_some()
+            && h.query_by_label("What the evidence points at so far")
+                .is_none()
+        {
+            return;
+        }
+        let Some(w) = h.state().wizard.clone() else {
+            panic!("the wizard did not start")
+        };
+        let mut probe = w.clone();
+        let kb = vram_doctor::doctor::Knowledge::get();
+        let Ok(vram_doctor::doctor::View::Question { options, .. }) = probe.view(kb, "en") else {
+            return;
+        };
+        h.get_by_label(&options[0]).click();
+        h.run();
+        probe.answer(kb, 0).unwrap();
+        assert_eq!(
+            h.state().wizard.as_ref().unwrap().node,
+            probe.node,
+            "the click answered"
+        );
+    }
+    panic!("no result after 20 answers");
+}
+
+#[test]
+fn a_pasted_oom_message_is_read_and_leads_to_fixes() {
+    let mut h = harness();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
+    h.run();
+    h.get_by_label("Read message").click();
+    h.run();
+    h.get_by_label_contains("Recognised:");
+    h.get_by_label("Evidence");
+    let w = h.state().wizard.clone().unwrap();
+    assert!(
+        w.path.iter().any(|s| s.auto),
+        "the message answered at least one step"
+    );
+    h.get_all_by_label_contains("answered from the evidence")
+        .next()
+        .unwrap();
+    walk_to_result(&mut h);
+    h.get_by_label("Likely causes");
+    h.get_by_label("Fixes, cheapest first");
+}
+
+#[test]
+fn back_and_restart_without_a_message() {
+    let mut h = harness();
+    h.run();
+    h.get_by_label("Start without a message").click();
+    h.run();
+    let start = h.state().wizard.clone().unwrap();
+    assert!(start.path.is_empty());
+    let kb = vram_doctor::doctor::Knowledge::get();
+    let Ok(vram_doctor::doctor::View::Question { options, .. }) = start.view(kb, "en") else {
+        panic!("the root is a question")
+    };
+    h.get_by_label(&options[0]).click();
+    h.run();
+    assert_ne!(h.state().wizard.as_ref().unwrap().node, start.node);
+    h.get_by_label("Back").click();
+    h.run();
+    assert_eq!(h.state().wizard.as_ref().unwrap().node, start.node);
+    h.get_by_label("Restart").click();
+    h.run();
+    assert!(h.state().wizard.is_none());
+}
