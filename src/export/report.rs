@@ -1,0 +1,156 @@
+//! The plan as a report: Markdown for people (inputs, breakdown table, verdict, strategies and
+//! every export that applies) and JSON for programs (the same, as data).
+
+use super::{ExportKind, Os, kinds_for_os, render_for};
+use crate::memory::any::AnyWorkload;
+use crate::plan::PlanResult;
+use crate::units::human;
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+/// What is planned: model (or game) and card.
+fn subject(w: &AnyWorkload) -> String {
+    let (what, gpu) = match w {
+        AnyWorkload::Llm(l) => (l.model_name.clone(), &l.gpu),
+        AnyWorkload::Diffusion(d) => (d.model.name.clone(), &d.gpu),
+        AnyWorkload::Game(g) => (
+            g.game
+                .as_ref()
+                .map_or("a game".to_string(), |x| x.name.clone()),
+            &g.gpu,
+        ),
+    };
+    format!(
+        "{what} on {} × {} ({})",
+        gpu.count,
+        gpu.name,
+        human(gpu.vram_bytes)
+    )
+}
+
+/// The run's settings as (name, value) pairs, in the workload's field order.
+fn settings(w: &AnyWorkload) -> Vec<(String, String)> {
+    let v = serde_json::to_value(w).unwrap_or(Value::Null);
+    let Some(Value::Object(run)) = v.get("run") else {
+        return Vec::new();
+    };
+    run.iter()
+        .map(|(k, v)| {
+            let shown = match v {
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map_or(x.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                other => other.to_string(),
+            };
+            (k.clone(), shown)
+        })
+        .collect()
+}
+
+/// The exports a report embeds: every applicable one except the reports themselves.
+fn exports(w: &AnyWorkload, r: &PlanResult, os: Os) -> Vec<(ExportKind, String)> {
+    kinds_for_os(w, os)
+        .into_iter()
+        .filter(|k| !matches!(k, ExportKind::Report | ExportKind::ReportJson))
+        .filter_map(|k| render_for(k, w, r, os).ok().map(|t| (k, t)))
+        .collect()
+}
+
+/// `given` is the workload as entered, `planned` with the plan applied.
+pub fn markdown(given: &AnyWorkload, planned: &AnyWorkload, r: &PlanResult, os: Os) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# VRAM Doctor plan: {}\n", subject(given));
+    let _ = writeln!(s, "## Inputs\n");
+    let _ = writeln!(s, "| Setting | Given | Planned |\n|---|---|---|");
+    let after = settings(planned);
+    for (i, (k, v)) in settings(given).iter().enumerate() {
+        let p = after.get(i).map_or("", |(_, p)| p.as_str());
+        let mark = if p != v { " ←" } else { "" };
+        let _ = writeln!(s, "| {k} | {v} | {p}{mark} |");
+    }
+    let _ = writeln!(s, "\n## Memory per GPU (as given)\n");
+    let _ = writeln!(s, "| Part | Size |\n|---|---:|");
+    for c in &r.components {
+        let _ = writeln!(s, "| {} | {} |", c.label, human(c.bytes));
+    }
+    let _ = writeln!(
+        s,
+        "| **Peak tensors** (torch max_memory_allocated) | {} |",
+        human(r.peak.tensors_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "| **Peak reserved** (torch max_memory_reserved) | {} |",
+        human(r.peak.reserved_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "| **Peak process** (nvidia-smi) | {} |",
+        human(r.peak.process_bytes)
+    );
+    let _ = writeln!(s, "| **GPU capacity** | {} |", human(r.capacity_bytes));
+    let _ = writeln!(s, "\n## Verdict\n");
+    let _ = writeln!(
+        s,
+        "{}",
+        if r.fits {
+            "**Fits** as given."
+        } else {
+            "**Does not fit** as given."
+        }
+    );
+    for warn in &r.warnings {
+        let _ = writeln!(s, "\n> note: {warn}");
+    }
+    let p = &r.plan;
+    let _ = writeln!(s, "\n## Plan\n");
+    if p.strategies.is_empty() {
+        let _ = writeln!(s, "No change needed or none found.");
+    } else {
+        for st in &p.strategies {
+            let _ = writeln!(s, "- {st}");
+        }
+        let _ = writeln!(
+            s,
+            "\nSpeed {:.2}× of the run as given; quality: {}; {} per GPU with the plan.",
+            p.speed_factor,
+            p.quality_note,
+            human(p.process_bytes)
+        );
+    }
+    let _ = writeln!(s, "\nWhy: {}", p.why);
+    let ex = exports(given, r, os);
+    if !ex.is_empty() {
+        let _ = writeln!(s, "\n## Exports");
+        for (k, text) in ex {
+            let _ = writeln!(
+                s,
+                "\n### {k} (`{}`)\n\n```{}\n{}```",
+                k.file_name(),
+                k.fence(),
+                text
+            );
+        }
+    }
+    s
+}
+
+pub fn json(given: &AnyWorkload, planned: &AnyWorkload, r: &PlanResult, os: Os) -> String {
+    let ex: Vec<Value> = exports(given, r, os)
+        .into_iter()
+        .map(|(k, text)| json!({ "kind": k, "file_name": k.file_name(), "text": text }))
+        .collect();
+    let v = json!({
+        "subject": subject(given),
+        "inputs": given,
+        "planned": planned,
+        "result": r,
+        "exports": ex,
+    });
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
