@@ -59,7 +59,7 @@ pub fn render(w: &Workload) -> String {
     ];
     if flash(w) {
         flags.push(("-fa", Some("on".into())));
-        notes.push("Builds before 2025-09 take -fa without a value.".into());
+        notes.push("Older builds take -fa without a value.".into());
     }
     match cache_type(r.kv_cache) {
         Some("f16") => {}

@@ -104,13 +104,19 @@ impl Os {
     }
 }
 
-/// The exports that apply to a workload on this machine's OS, most specific first.
-pub fn kinds_for(w: &AnyWorkload) -> Vec<ExportKind> {
-    kinds_for_os(w, Os::current())
+/// The exports that apply to a planned workload on this machine's OS, most specific first.
+pub fn kinds_for(w: &AnyWorkload, r: &PlanResult) -> Vec<ExportKind> {
+    kinds_for_os(w, r, Os::current())
+}
+
+/// `kinds_for` for a given OS. The plan counts: a plan that switches to LoRA brings the PEFT
+/// export in.
+pub fn kinds_for_os(w: &AnyWorkload, r: &PlanResult, os: Os) -> Vec<ExportKind> {
+    kinds_of(&planned(w, r), os)
 }
 
 /// The one place that decides which exports apply to which task, engine and OS.
-pub fn kinds_for_os(w: &AnyWorkload, os: Os) -> Vec<ExportKind> {
+fn kinds_of(w: &AnyWorkload, os: Os) -> Vec<ExportKind> {
     use ExportKind as K;
     let mut k = Vec::new();
     // The caching-allocator advice is for PyTorch processes on NVIDIA cards under Linux:
@@ -173,7 +179,8 @@ pub fn render_for(
     r: &PlanResult,
     os: Os,
 ) -> Result<String, String> {
-    let kinds = kinds_for_os(w, os);
+    let p = planned(w, r);
+    let kinds = kinds_of(&p, os);
     if !kinds.contains(&kind) {
         return Err(format!(
             "export '{kind}' does not apply to {}; available: {}",
@@ -185,11 +192,10 @@ pub fn render_for(
                 .join(", ")
         ));
     }
-    let p = planned(w, r);
     Ok(match (kind, &p) {
         (ExportKind::Report, _) => report::markdown(w, &p, r, os),
         (ExportKind::ReportJson, _) => report::json(w, &p, r, os),
-        (ExportKind::Allocator, _) => allocator::render(r),
+        (ExportKind::Allocator, _) => allocator::render(&p),
         (ExportKind::DeepSpeed, AnyWorkload::Llm(l)) => deepspeed::render(l),
         (ExportKind::HfTraining, AnyWorkload::Llm(l)) => hf_training::python(l),
         (ExportKind::HfTrainingCli, AnyWorkload::Llm(l)) => hf_training::cli(l),
@@ -326,24 +332,24 @@ mod tests {
 
     #[test]
     fn kinds_follow_task_engine_and_os() {
-        let (train, _) = load(
+        let (train, tr) = load(
             "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\n",
         );
-        let k = kinds_for_os(&train, Os::Linux);
+        let k = kinds_for_os(&train, &tr, Os::Linux);
         assert!(k.contains(&ExportKind::DeepSpeed) && k.contains(&ExportKind::Peft));
         assert!(k.contains(&ExportKind::Allocator));
-        assert!(!kinds_for_os(&train, Os::Windows).contains(&ExportKind::Allocator));
-        let (gguf, _) = load(
+        assert!(!kinds_for_os(&train, &tr, Os::Windows).contains(&ExportKind::Allocator));
+        let (gguf, gr) = load(
             "[gpu]\nvram_gib = 8\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nweights = \"q4_k_m\"\n",
         );
-        let k = kinds_for_os(&gguf, Os::Linux);
+        let k = kinds_for_os(&gguf, &gr, Os::Linux);
         assert_eq!(k[..2], [ExportKind::LlamaCpp, ExportKind::Ollama]);
         assert!(!k.contains(&ExportKind::DeepSpeed) && !k.contains(&ExportKind::Allocator));
         let (game, r) = load(
             "[gpu]\nvram_gib = 8\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\n",
         );
         assert_eq!(
-            kinds_for_os(&game, Os::Linux),
+            kinds_for_os(&game, &r, Os::Linux),
             [ExportKind::Report, ExportKind::ReportJson]
         );
         let e = render_for(ExportKind::Vllm, &game, &r, Os::Linux).unwrap_err();

@@ -28,13 +28,33 @@ fn subject(w: &AnyWorkload) -> String {
     )
 }
 
-/// The run's settings as (name, value) pairs, in the workload's field order.
+/// LLM run fields that only training reads, and those only inference reads.
+const TRAINING_ONLY: &[&str] = &[
+    "method",
+    "precision",
+    "optimizer",
+    "checkpointing",
+    "lora_rank",
+    "lora_targets",
+    "grad_accum",
+    "zero_stage",
+    "offload",
+];
+const INFERENCE_ONLY: &[&str] = &["kv_cache", "gpu_memory_utilization", "ubatch", "prompt"];
+
+/// The run's settings that matter to its task, as (name, value) pairs.
 fn settings(w: &AnyWorkload) -> Vec<(String, String)> {
     let v = serde_json::to_value(w).unwrap_or(Value::Null);
     let Some(Value::Object(run)) = v.get("run") else {
         return Vec::new();
     };
+    let hidden: &[&str] = match w {
+        AnyWorkload::Llm(l) if l.run.task == crate::memory::Task::Training => INFERENCE_ONLY,
+        AnyWorkload::Llm(_) => TRAINING_ONLY,
+        _ => &[],
+    };
     run.iter()
+        .filter(|(k, _)| !hidden.contains(&k.as_str()))
         .map(|(k, v)| {
             let shown = match v {
                 Value::String(s) => s.clone(),
@@ -52,7 +72,7 @@ fn settings(w: &AnyWorkload) -> Vec<(String, String)> {
 
 /// The exports a report embeds: every applicable one except the reports themselves.
 fn exports(w: &AnyWorkload, r: &PlanResult, os: Os) -> Vec<(ExportKind, String)> {
-    kinds_for_os(w, os)
+    kinds_for_os(w, r, os)
         .into_iter()
         .filter(|k| !matches!(k, ExportKind::Report | ExportKind::ReportJson))
         .filter_map(|k| render_for(k, w, r, os).ok().map(|t| (k, t)))
@@ -143,10 +163,18 @@ pub fn json(given: &AnyWorkload, planned: &AnyWorkload, r: &PlanResult, os: Os) 
         .into_iter()
         .map(|(k, text)| json!({ "kind": k, "file_name": k.file_name(), "text": text }))
         .collect();
+    // The run as given and as planned; the model and card are named in `subject` (the full
+    // workload, with its model tables, is what `--workload` files and `plan --json` are for).
+    let run = |w: &AnyWorkload| {
+        serde_json::to_value(w)
+            .ok()
+            .and_then(|v| v.get("run").cloned())
+            .unwrap_or(Value::Null)
+    };
     let v = json!({
         "subject": subject(given),
-        "inputs": given,
-        "planned": planned,
+        "run": run(given),
+        "planned_run": run(planned),
         "result": r,
         "exports": ex,
     });
