@@ -102,6 +102,7 @@ const TRAINING_ARGUMENTS: &[&str] = &[
     "gradient_checkpointing_kwargs",
     "optim",
     "optim_args",
+    "use_liger_kernel",
     "deepspeed",
     "fsdp",
     "fsdp_config",
@@ -260,7 +261,11 @@ const FIXTURES: &[(&str, &str)] = &[
     ),
     (
         "train-lora-fp16",
-        "[gpu]\nvram_gib = 16\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nprecision = \"fp16-mixed\"\noptimizer = \"adamw-8bit\"\nlora_targets = \"qv\"\n",
+        "[gpu]\nvram_gib = 40\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nprecision = \"fp16-mixed\"\noptimizer = \"adamw-8bit\"\nlora_targets = \"qv\"\n",
+    ),
+    (
+        "train-qlora",
+        "[gpu]\nvram_gib = 12\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\nlora_targets = \"attention\"\n",
     ),
     (
         "llamacpp",
@@ -689,6 +694,28 @@ fn exports_reflect_the_plan_not_the_input() {
 }
 
 #[test]
+fn qlora_loads_a_4bit_base_and_lora_does_not() {
+    let (w, r) = fixture("train-qlora");
+    let q = render(ExportKind::Peft, &w, &r);
+    assert!(q.contains("load_in_4bit=True") && q.contains("bnb_4bit_quant_type=\"nf4\""));
+    assert!(q.contains("prepare_model_for_kbit_training(model"));
+    assert!(q.contains("quantization_config=bnb_config"));
+    assert!(q.contains("target_modules=[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\"]"));
+    let (w, r) = fixture("train-lora-fp16");
+    let l = render(ExportKind::Peft, &w, &r);
+    assert!(
+        !l.contains("BitsAndBytesConfig") && l.contains("r=16,"),
+        "{l}"
+    );
+    let args = render(ExportKind::HfTraining, &w, &r);
+    assert!(
+        args.contains("fp16=True") && !args.contains("bf16=True"),
+        "{args}"
+    );
+    assert!(args.contains("optim=\"adamw_bnb_8bit\""), "{args}");
+}
+
+#[test]
 fn reports_hold_the_verdict_table_and_exports() {
     let (w, r) = fixture("train-4gpu");
     let md = render(ExportKind::Report, &w, &r);
@@ -733,7 +760,7 @@ const GOLDEN: &[(&str, ExportKind)] = &[
     ("train-1gpu", ExportKind::HfTraining),
     ("train-4gpu", ExportKind::HfTrainingCli),
     ("train-4gpu", ExportKind::AccelerateFsdp),
-    ("train-1gpu", ExportKind::Peft),
+    ("train-qlora", ExportKind::Peft),
     ("llamacpp", ExportKind::LlamaCpp),
     ("llamacpp", ExportKind::Ollama),
     ("vllm", ExportKind::Vllm),

@@ -4,7 +4,9 @@
 //! (transformers `training_args.py`).
 
 use super::{command_line, comments, deepspeed, hf_repo};
-use crate::memory::options::{Attention, Checkpointing, Method, Offload, Optimizer, Precision};
+use crate::memory::options::{
+    Attention, Checkpointing, Loss, Method, Offload, Optimizer, Precision,
+};
 use crate::memory::workload::Workload;
 
 /// `TrainingArguments.optim` for an optimizer (transformers `OptimizerNames`).
@@ -71,6 +73,11 @@ fn fields(w: &Workload) -> Vec<Field> {
         f.push(switch("gradient_checkpointing"));
     }
     f.push(string("optim", optim_name(r.optimizer)));
+    if r.loss == Loss::Chunked {
+        // Liger's fused linear cross-entropy never materialises the full logits
+        // (transformers `use_liger_kernel`, linkedin/Liger-Kernel README).
+        f.push(switch("use_liger_kernel"));
+    }
     if uses_deepspeed(w) {
         f.push(string(
             "deepspeed",
@@ -102,6 +109,9 @@ fn notes(w: &Workload) -> Vec<String> {
     }
     if r.checkpointing == Checkpointing::Selective {
         n.push("The plan assumes selective recomputation; the Trainer's gradient_checkpointing recomputes whole layers (less memory, ~25% slower).".into());
+    }
+    if r.loss == Loss::Chunked {
+        n.push("use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).".into());
     }
     if r.attention == Attention::Flash {
         n.push("Load the model with attn_implementation=\"flash_attention_2\".".into());

@@ -1,6 +1,7 @@
 # VRAM Doctor plan for Llama 3.1 8B on 1 × 24 GiB GPU.
 # Pack or truncate examples to 2048 tokens (the sequence length the plan assumes).
-# qlora adapters: wrap the model as in the PEFT export (peft_config.py).
+# use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).
+# lora adapters: wrap the model as in the PEFT export (peft_config.py).
 # Model: meta-llama/Llama-3.1-8B
 from transformers import TrainingArguments
 
@@ -11,4 +12,5 @@ training_args = TrainingArguments(
     bf16=True,
     gradient_checkpointing=True,
     optim="adamw_torch",
+    use_liger_kernel=True,
 )

@@ -1,4 +1,4 @@
-# VRAM Doctor plan for Llama 3.1 8B on 24 GiB GPU: qlora with rank 16; train with the TrainingArguments export (training_args.py).
+# VRAM Doctor plan for Llama 3.1 8B on 12 GiB GPU: qlora with rank 16; train with the TrainingArguments export (training_args.py).
 import torch
 from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig
@@ -22,7 +22,7 @@ lora_config = LoraConfig(
     r=16,
     lora_alpha=32,
     lora_dropout=0.05,
-    target_modules="all-linear",
+    target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
     task_type="CAUSAL_LM",
 )
 model = get_peft_model(model, lora_config)
