@@ -107,6 +107,9 @@ fn notes(w: &Workload) -> Vec<String> {
     } else if r.precision == Precision::Bf16Mixed || r.precision == Precision::Fp16Mixed {
         n.push("Mixed precision: load the model in fp32 (the default) so AMP keeps fp32 master weights, as the plan assumes.".into());
     }
+    if r.precision == Precision::Bf16 && uses_deepspeed(w) {
+        n.push("DeepSpeed's bf16 mode keeps an fp32 master copy of the weights (sharded by ZeRO), which the plan's pure-bf16 figure leaves out.".into());
+    }
     if r.checkpointing == Checkpointing::Selective {
         n.push("The plan assumes selective recomputation; the Trainer's gradient_checkpointing recomputes whole layers (less memory, ~25% slower).".into());
     }

@@ -25,23 +25,29 @@ pub fn render(w: &Workload) -> String {
         w.model_name, w.gpu.count, w.gpu.name, r.weights, r.batch, r.seq
     )];
     let mut flags: Vec<(&str, Option<String>)> = Vec::new();
+    // GPTQ and AWQ checkpoints name their method in config.json, from which vLLM picks its
+    // fastest kernel (Marlin where it can); their kernels take fp16 activations.
+    let prequantized = matches!(
+        r.weights,
+        WeightFormat::Gptq4 | WeightFormat::Gptq8 | WeightFormat::Awq4
+    );
     let dtype = match r.weights {
         WeightFormat::Fp32 => "float32",
         WeightFormat::Fp16 => "float16",
         WeightFormat::Bf16 => "bfloat16",
-        _ if w.gpu.bf16 => "bfloat16",
-        _ => "float16",
+        _ if prequantized || !w.gpu.bf16 => "float16",
+        _ => "bfloat16",
     };
     flags.push(("--dtype", Some(dtype.into())));
-    if let Some(q) = quantization(r.weights) {
+    if prequantized {
+        notes.push(format!(
+            "Serve a {} checkpoint of the model: vLLM reads the method from its quantization_config (it does not quantize).",
+            r.weights
+        ));
+    } else if let Some(q) = quantization(r.weights) {
         flags.push(("--quantization", Some(q.into())));
-        match r.weights {
-            WeightFormat::Gptq4 | WeightFormat::Gptq8 | WeightFormat::Awq4 => notes.push(format!(
-                "Serve a {} checkpoint of the model (vLLM reads the quantized weights, it does not make them).",
-                r.weights
-            )),
-            WeightFormat::Gguf(_) => notes.push("GGUF: pass the .gguf file instead of the repository, and --tokenizer with the original repository.".into()),
-            _ => {}
+        if r.weights.is_gguf() {
+            notes.push("GGUF: pass the .gguf file instead of the repository, and --tokenizer with the original repository.".into());
         }
     }
     flags.push(("--max-model-len", Some(r.seq.to_string())));
@@ -57,6 +63,15 @@ pub fn render(w: &Workload) -> String {
         flags.push(("--tensor-parallel-size", Some(w.gpu.count.to_string())));
     }
     let mut s = comments(&notes);
-    s.push_str(&command_line(&format!("vllm serve {}", hf_repo(w)), &flags));
+    let model = if prequantized {
+        format!(
+            "REPLACE-with-a-{}-repo-of-{}",
+            r.weights,
+            super::slug(&w.model_name)
+        )
+    } else {
+        hf_repo(w)
+    };
+    s.push_str(&command_line(&format!("vllm serve {model}"), &flags));
     s
 }
