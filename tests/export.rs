@@ -892,3 +892,69 @@ fn the_checkers_themselves_catch_mistakes() {
             .is_ok_and(|v| v["a"]["b"] == "no" && v["c"] == true)
     );
 }
+
+mod any_workload {
+    use super::*;
+    use proptest::prelude::*;
+
+    const WEIGHTS: &[&str] = &[
+        "bf16",
+        "fp16",
+        "fp8",
+        "int8",
+        "nf4",
+        "awq-4bit",
+        "gptq-4bit",
+        "q4_k_m",
+        "q8_0",
+    ];
+    const ENGINES: &[&str] = &["transformers", "vllm", "llama.cpp", "autoawq"];
+    const OPTIMIZERS: &[&str] = &["adamw", "adamw-8bit", "sgd", "adafactor", "lion"];
+    const DIFFUSION: &[&str] = &["sd15", "sdxl", "flux-dev", "sd35-large", "wan21-t2v-1.3b"];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Whatever the workload, every export that applies renders, and the JSON ones parse.
+        #[test]
+        fn every_applicable_export_renders(
+            gib in 4u32..=96,
+            gpus in 1u32..=4,
+            weights in 0..WEIGHTS.len(),
+            engine in 0..ENGINES.len(),
+            optimizer in 0..OPTIMIZERS.len(),
+            train in any::<bool>(),
+            batch in 1u32..=16,
+            seq in 9u32..=15,
+            diffusion in 0..DIFFUSION.len(),
+            comfy in any::<bool>(),
+        ) {
+            let gpu = format!("[gpu]\nvram_gib = {gib}\ncount = {gpus}\n");
+            let llm = if train {
+                let (method, w) = if WEIGHTS[weights] == "nf4" { ("qlora", "nf4") } else { ("full", "bf16") };
+                format!("{gpu}[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"{method}\"\nweights = \"{w}\"\noptimizer = \"{}\"\nbatch = {batch}\nseq = {}\n", OPTIMIZERS[optimizer], 1u32 << seq)
+            } else {
+                format!("{gpu}[model]\npreset = \"llama-3.1-8b\"\n[run]\nweights = \"{}\"\nengine = \"{}\"\nbatch = {batch}\nseq = {}\n", WEIGHTS[weights], ENGINES[engine], 1u32 << seq)
+            };
+            let engine = if comfy { "comfyui" } else { "diffusers" };
+            let diff = format!("{gpu}[model]\npreset = \"{}\"\n[run]\ntask = \"diffusion\"\nengine = \"{engine}\"\nbatch = {}\n", DIFFUSION[diffusion], batch.min(4));
+            for text in [llm, diff] {
+                let (w, r) = load(&text);
+                for k in kinds_for_os(&w, &r, Os::Linux) {
+                    let out = render_for(k, &w, &r, Os::Linux);
+                    prop_assert!(out.is_ok(), "{k}: {out:?}");
+                    let out = out.unwrap();
+                    if k.fence() == "json" {
+                        prop_assert!(serde_json::from_str::<Value>(&out).is_ok(), "{k}");
+                    }
+                    if k == ExportKind::AccelerateFsdp {
+                        prop_assert!(parse_yaml(&out).is_ok(), "{out}");
+                    }
+                    if k.fence() == "python" {
+                        prop_assert!(brackets_balance(&out), "{out}");
+                    }
+                }
+            }
+        }
+    }
+}
