@@ -726,6 +726,18 @@ fn reports_hold_the_verdict_table_and_exports() {
         assert!(md.contains(s.as_str()), "{s}");
     }
     assert!(md.contains("```json") && md.contains("## Verdict"));
+    // The planned column ends in the plan's own peak.
+    let process = md
+        .lines()
+        .find(|l| l.starts_with("| **Peak process**"))
+        .expect("a process row");
+    assert!(
+        process.ends_with(&format!(
+            "| {} |",
+            vram_doctor::units::human(r.plan.process_bytes)
+        )),
+        "{process}"
+    );
     let j: Value = serde_json::from_str(&render(ExportKind::ReportJson, &w, &r)).unwrap();
     assert_eq!(j["result"]["capacity_bytes"], r.capacity_bytes);
     let names: Vec<&str> = j["exports"]

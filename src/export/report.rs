@@ -2,7 +2,7 @@
 //! every export that applies) and JSON for programs (the same, as data).
 
 use super::{ExportKind, Os, kinds_for_os, render_for};
-use crate::memory::any::AnyWorkload;
+use crate::memory::any::{AnyWorkload, estimate_any};
 use crate::plan::PlanResult;
 use crate::units::human;
 use serde_json::{Value, json};
@@ -91,27 +91,50 @@ pub fn markdown(given: &AnyWorkload, planned: &AnyWorkload, r: &PlanResult, os: 
         let mark = if p != v { " ←" } else { "" };
         let _ = writeln!(s, "| {k} | {v} | {p}{mark} |");
     }
-    let _ = writeln!(s, "\n## Memory per GPU (as given)\n");
-    let _ = writeln!(s, "| Part | Size |\n|---|---:|");
-    for c in &r.components {
-        let _ = writeln!(s, "| {} | {} |", c.label, human(c.bytes));
+    let _ = writeln!(s, "\n## Memory per GPU\n");
+    let _ = writeln!(s, "| Part | Given | Planned |\n|---|---:|---:|");
+    // The plan's own breakdown next to the given one; parts only one side has show as "—".
+    let after = estimate_any(planned);
+    let mut rows: Vec<(&str, &str)> = Vec::new();
+    for c in r.components.iter().chain(&after.components) {
+        if !rows.iter().any(|(id, _)| *id == c.id) {
+            rows.push((&c.id, &c.label));
+        }
     }
-    let _ = writeln!(
-        s,
-        "| **Peak tensors** (torch max_memory_allocated) | {} |",
-        human(r.peak.tensors_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "| **Peak reserved** (torch max_memory_reserved) | {} |",
-        human(r.peak.reserved_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "| **Peak process** (nvidia-smi) | {} |",
-        human(r.peak.process_bytes)
-    );
-    let _ = writeln!(s, "| **GPU capacity** | {} |", human(r.capacity_bytes));
+    let cell = |cs: &[crate::memory::Component], id: &str| {
+        cs.iter()
+            .find(|c| c.id == id)
+            .map_or("—".to_string(), |c| human(c.bytes))
+    };
+    for (id, label) in rows {
+        let _ = writeln!(
+            s,
+            "| {label} | {} | {} |",
+            cell(&r.components, id),
+            cell(&after.components, id)
+        );
+    }
+    let peaks = [
+        (
+            "Peak tensors** (torch max_memory_allocated)",
+            r.peak.tensors_bytes,
+            after.peak.tensors_bytes,
+        ),
+        (
+            "Peak reserved** (torch max_memory_reserved)",
+            r.peak.reserved_bytes,
+            after.peak.reserved_bytes,
+        ),
+        (
+            "Peak process** (nvidia-smi)",
+            r.peak.process_bytes,
+            after.peak.process_bytes,
+        ),
+        ("GPU capacity**", r.capacity_bytes, after.capacity_bytes),
+    ];
+    for (label, given, planned) in peaks {
+        let _ = writeln!(s, "| **{label} | {} | {} |", human(given), human(planned));
+    }
     let _ = writeln!(s, "\n## Verdict\n");
     let _ = writeln!(
         s,
