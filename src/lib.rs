@@ -8,6 +8,7 @@ pub mod accuracy;
 pub mod catalog;
 pub mod cli;
 pub mod doctor;
+pub mod export;
 pub mod import;
 pub mod memory;
 pub mod plan;

@@ -77,6 +77,14 @@ pub struct PlanArgs {
     /// VRAM already used by other programs, GiB.
     #[arg(long)]
     pub other_gib: Option<f64>,
+    /// Print the planned settings for a tool instead of the table: deepspeed, hf-training,
+    /// hf-training-cli, accelerate-fsdp, peft, llama.cpp, ollama, vllm, transformers, comfyui,
+    /// diffusers, allocator, report, report-json, or `all` (what applies). Repeat or list.
+    #[arg(long, value_delimiter = ',')]
+    pub export: Vec<String>,
+    /// Write the exports here (a file for one, a directory for several) instead of stdout.
+    #[arg(long, requires = "export")]
+    pub out: Option<PathBuf>,
 }
 
 impl PlanArgs {
@@ -154,6 +162,9 @@ fn set<T>(slot: &mut Option<T>, v: Option<T>) {
 pub fn run(a: &PlanArgs) -> Result<(), String> {
     let w = a.resolve_any()?;
     let result = plan_any(&w);
+    if !a.export.is_empty() {
+        return export(a, &w, &result);
+    }
     if a.json {
         println!(
             "{}",
@@ -161,6 +172,51 @@ pub fn run(a: &PlanArgs) -> Result<(), String> {
         );
     } else {
         print!("{}", render(&title(&w), &result));
+    }
+    Ok(())
+}
+
+/// `--export`: renders the asked kinds of the planned workload and prints or writes them.
+fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), String> {
+    use crate::export::{ExportKind, kinds_for, render};
+    let mut kinds: Vec<ExportKind> = Vec::new();
+    for name in &a.export {
+        let add = if name.trim().eq_ignore_ascii_case("all") {
+            kinds_for(w, result)
+        } else {
+            vec![name.parse::<ExportKind>()?]
+        };
+        for k in add {
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+    }
+    let texts = kinds
+        .iter()
+        .map(|k| render(*k, w, result).map(|t| (*k, t)))
+        .collect::<Result<Vec<_>, String>>()?;
+    match &a.out {
+        // One export to a path that is not a directory: that file.
+        Some(out) if texts.len() == 1 && !out.is_dir() => {
+            crate::ui::files::write_atomic(out, &texts[0].1)?;
+            println!("wrote {}", out.display());
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("--out {}: cannot create directory: {e}", dir.display()))?;
+            for (k, t) in &texts {
+                let path = dir.join(k.file_name());
+                crate::ui::files::write_atomic(&path, t)?;
+                println!("wrote {}", path.display());
+            }
+        }
+        None if texts.len() == 1 => print!("{}", texts[0].1),
+        None => {
+            for (k, t) in &texts {
+                println!("==> {} <==\n{t}", k.file_name());
+            }
+        }
     }
     Ok(())
 }

@@ -1,0 +1,80 @@
+//! llama-server flags. Flag names from llama.cpp `tools/server/README.md`: `-m`, `-ngl`
+//! (`--n-gpu-layers`), `-c` (`--ctx-size`, the total context shared by all slots), `-np`
+//! (`--parallel`, slots), `-fa` (`--flash-attn on|off|auto`), `--cache-type-k/-v`, `-b`
+//! (`--batch-size`, logical) and `-ub` (`--ubatch-size`, physical).
+
+use super::{command_line, comments, slug};
+use crate::memory::dtype::KvDtype;
+use crate::memory::options::Attention;
+use crate::memory::workload::Workload;
+
+/// llama.cpp's name for a KV cache type (`--cache-type-k` values); `None` for types it lacks.
+pub fn cache_type(k: KvDtype) -> Option<&'static str> {
+    match k {
+        KvDtype::Fp32 => Some("f32"),
+        KvDtype::Fp16 => Some("f16"),
+        KvDtype::Bf16 => Some("bf16"),
+        KvDtype::Q8_0 => Some("q8_0"),
+        KvDtype::Q4_0 => Some("q4_0"),
+        KvDtype::Fp8 => None,
+    }
+}
+
+/// A file name for the model in the planned format.
+pub fn gguf_file(w: &Workload) -> String {
+    format!(
+        "{}-{}.gguf",
+        slug(&w.model_name),
+        w.run.weights.to_string().to_ascii_uppercase()
+    )
+}
+
+/// Whether the run needs flash attention: chosen by the plan, or required because llama.cpp
+/// only quantizes the V cache with flash attention on.
+pub fn flash(w: &Workload) -> bool {
+    w.run.attention == Attention::Flash
+        || !matches!(
+            w.run.kv_cache,
+            KvDtype::Fp16 | KvDtype::Bf16 | KvDtype::Fp32
+        )
+}
+
+pub fn render(w: &Workload) -> String {
+    let r = &w.run;
+    let mut notes = vec![
+        format!(
+            "VRAM Doctor plan for {} on {}: {} weights, {} slot(s) × {} tokens.",
+            w.model_name, w.gpu.name, r.weights, r.batch, r.seq
+        ),
+        "-ngl 999 keeps every layer on the GPU, as the plan counts them; -c is the context of all slots together.".into(),
+    ];
+    let mut flags: Vec<(&str, Option<String>)> = vec![
+        ("-m", Some(gguf_file(w))),
+        ("-ngl", Some("999".into())),
+        (
+            "-c",
+            Some((u64::from(r.seq) * u64::from(r.batch)).to_string()),
+        ),
+        ("-np", Some(r.batch.to_string())),
+    ];
+    if flash(w) {
+        flags.push(("-fa", Some("on".into())));
+        notes.push("Older builds take -fa without a value.".into());
+    }
+    match cache_type(r.kv_cache) {
+        Some("f16") => {}
+        Some(t) => {
+            flags.push(("--cache-type-k", Some(t.into())));
+            flags.push(("--cache-type-v", Some(t.into())));
+        }
+        None => notes.push(format!(
+            "llama.cpp has no {:?} KV cache; q8_0 is its closest.",
+            r.kv_cache
+        )),
+    }
+    flags.push(("-b", Some(r.ubatch.max(2048).to_string())));
+    flags.push(("-ub", Some(r.ubatch.to_string())));
+    let mut s = comments(&notes);
+    s.push_str(&command_line("llama-server", &flags));
+    s
+}

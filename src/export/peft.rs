@@ -1,0 +1,78 @@
+//! PEFT `LoraConfig` (and bitsandbytes `BitsAndBytesConfig` for QLoRA) with the loading code
+//! around them. Argument names from peft `LoraConfig` and `prepare_model_for_kbit_training`
+//! (peft docs "LoRA", "Quantization"); QLoRA's NF4 + double quantization + 16-bit compute is
+//! the QLoRA paper's recipe (Dettmers et al. 2023).
+
+use super::transformers::{bnb_config, compute_dtype, format_note, load_call, model_class};
+use super::{ExportKind, comments};
+use crate::memory::options::{Checkpointing, LoraTargets, Method, Objective};
+use crate::memory::workload::Workload;
+
+/// `target_modules` for the run's choice of layers (Llama-style projection names).
+pub fn target_modules(t: LoraTargets) -> &'static str {
+    match t {
+        LoraTargets::AllLinear => "\"all-linear\"",
+        LoraTargets::Attention => "[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\"]",
+        LoraTargets::Qv => "[\"q_proj\", \"v_proj\"]",
+    }
+}
+
+pub fn render(w: &Workload) -> String {
+    let r = &w.run;
+    let mut notes = vec![format!(
+        "VRAM Doctor plan for {} on {}: {} with rank {}; train with the TrainingArguments export ({}).",
+        w.model_name,
+        w.gpu.name,
+        r.method,
+        r.lora_rank,
+        ExportKind::HfTraining.file_name()
+    )];
+    notes.extend(format_note(r.weights));
+    let mut s = comments(&notes);
+    let bnb = if r.method == Method::Qlora {
+        bnb_config(r.weights, compute_dtype(w))
+    } else {
+        None
+    };
+    s.push_str(&format!(
+        "import torch\nfrom peft import LoraConfig, get_peft_model{}\nfrom transformers import {}{}\n\n",
+        if bnb.is_some() {
+            ", prepare_model_for_kbit_training"
+        } else {
+            ""
+        },
+        model_class(w),
+        if bnb.is_some() { ", BitsAndBytesConfig" } else { "" }
+    ));
+    if let Some(b) = &bnb {
+        s.push_str(&format!("bnb_config = {b}\n"));
+    }
+    s.push_str(&load_call(
+        w,
+        "{\"\": 0}",
+        bnb.as_ref().map(|_| "bnb_config"),
+    ));
+    let ckpt = if r.checkpointing == Checkpointing::None {
+        "False"
+    } else {
+        "True"
+    };
+    if bnb.is_some() {
+        s.push_str(&format!(
+            "model = prepare_model_for_kbit_training(model, use_gradient_checkpointing={ckpt})\n"
+        ));
+    }
+    let task = match r.objective {
+        Objective::CausalLm => "CAUSAL_LM",
+        Objective::Classification => "SEQ_CLS",
+    };
+    // lora_alpha = 2r and dropout 0.05 are the common starting points (Raschka's LoRA
+    // experiments, QLoRA's scripts use dropout 0.05–0.1); neither changes memory.
+    s.push_str(&format!(
+        "\nlora_config = LoraConfig(\n    r={},\n    lora_alpha={},\n    lora_dropout=0.05,\n    target_modules={},\n    task_type=\"{task}\",\n)\nmodel = get_peft_model(model, lora_config)\nmodel.print_trainable_parameters()\n",
+        r.lora_rank,
+        2 * r.lora_rank,
+        target_modules(r.lora_targets)
+    ));
+    s
+}
