@@ -1,4 +1,4 @@
-//! `vram-doctor presets list [gpus|models]`.
+//! `vram-doctor presets list [gpus|models|diffusion|games]`.
 
 use crate::catalog::Catalog;
 use clap::{Args, Subcommand, ValueEnum};
@@ -22,6 +22,8 @@ pub enum PresetsAction {
 pub enum PresetKind {
     Gpus,
     Models,
+    Diffusion,
+    Games,
 }
 
 pub fn run(a: &PresetsArgs) -> Result<(), String> {
@@ -42,6 +44,18 @@ pub fn run(a: &PresetsArgs) -> Result<(), String> {
             let ctx = m.arch.max_context.map_or("-".to_string(), |c| c.to_string());
             println!("{:<24} {:>8.2}B {:>7} {:>9}  {}", m.id, m.arch.params / 1e9, m.arch.layers, ctx, m.name);
         }
+    }
+    if matches!(kind, None | Some(PresetKind::Diffusion)) {
+        if kind.is_none() {
+            println!();
+        }
+        print!("{}", crate::memory::diffusion::catalog::listing());
+    }
+    if matches!(kind, None | Some(PresetKind::Games)) {
+        if kind.is_none() {
+            println!();
+        }
+        print!("{}", crate::memory::game::catalog::listing());
     }
     Ok(())
 }
