@@ -7,6 +7,10 @@
 pub mod accuracy;
 pub mod catalog;
 pub mod cli;
+pub mod doctor;
+pub mod import;
 pub mod memory;
 pub mod plan;
+pub mod telemetry;
+pub mod ui;
 pub mod units;

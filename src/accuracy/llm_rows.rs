@@ -15,7 +15,11 @@ fn s<'a>(row: &'a Value, key: &str) -> &'a str {
 
 /// Capacity of the GPU a row names (only used for the verdict, not the figure).
 fn gpu_gib(row: &Value) -> f64 {
-    let g = format!("{} {}", row["extras"]["gpu"].as_str().unwrap_or(""), s(row, "source"));
+    let g = format!(
+        "{} {}",
+        row["extras"]["gpu"].as_str().unwrap_or(""),
+        s(row, "source")
+    );
     if g.contains("4090") {
         24.0
     } else if g.contains("V100") {
@@ -27,7 +31,9 @@ fn gpu_gib(row: &Value) -> f64 {
 
 /// All integers in a string ("prefill 2048 + decode 2048" → [2048, 2048]).
 fn numbers(text: &str) -> Vec<i64> {
-    text.split(|c: char| !c.is_ascii_digit()).filter_map(|t| t.parse().ok()).collect()
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|t| t.parse().ok())
+        .collect()
 }
 
 fn int_field(row: &Value, key: &str) -> Option<i64> {
@@ -41,18 +47,32 @@ fn int_field(row: &Value, key: &str) -> Option<i64> {
 /// Presets for rows whose `arch` lacks fields the engine needs.
 fn preset_for(model: &str) -> Option<&'static str> {
     let m = model.to_ascii_lowercase();
-    [("vicuna 7b", "llama-2-7b"), ("falcon 7b", "falcon-7b"), ("mpt 7b", "mpt-7b")]
-        .into_iter()
-        .find(|(k, _)| m.contains(k))
-        .map(|(_, p)| p)
+    [
+        ("vicuna 7b", "llama-2-7b"),
+        ("falcon 7b", "falcon-7b"),
+        ("mpt 7b", "mpt-7b"),
+    ]
+    .into_iter()
+    .find(|(k, _)| m.contains(k))
+    .map(|(_, p)| p)
 }
 
 fn model_section(f: &mut WorkloadFile, row: &Value) -> Result<(), String> {
     let a = &row["arch"];
     let model = s(row, "model");
-    let complete = ["params", "layers", "hidden", "heads", "vocab", "intermediate"].iter().all(|k| a[k].is_number());
+    let complete = [
+        "params",
+        "layers",
+        "hidden",
+        "heads",
+        "vocab",
+        "intermediate",
+    ]
+    .iter()
+    .all(|k| a[k].is_number());
     if !complete {
-        let p = preset_for(model).ok_or("the row's architecture is incomplete and no preset matches")?;
+        let p = preset_for(model)
+            .ok_or("the row's architecture is incomplete and no preset matches")?;
         f.model.preset = Some(p.into());
         return Ok(());
     }
@@ -86,7 +106,10 @@ pub(super) fn case(row: &Value) -> Result<Case, String> {
     if mode == "cuda_context" {
         f.model.preset = Some("llama-3.1-8b".into());
         f.run.seq = Some(1);
-        return Ok(Case { workload: f, figure: Figure::Components(vec!["cuda_context"]) });
+        return Ok(Case {
+            workload: f,
+            figure: Figure::Components(vec!["cuda_context"]),
+        });
     }
     model_section(&mut f, row)?;
     let r = &mut f.run;
@@ -149,7 +172,10 @@ pub(super) fn case(row: &Value) -> Result<Case, String> {
         }
         _ => return Err(format!("mode '{mode}' is not modelled")),
     };
-    Ok(Case { workload: f, figure })
+    Ok(Case {
+        workload: f,
+        figure,
+    })
 }
 
 /// ms-swift `sft` benchmark rows (docs/source_en/LLM/Benchmark.md): defaults gradient
@@ -162,8 +188,16 @@ fn swift_run(f: &mut WorkloadFile, row: &Value, kind: &str, quant: &str) -> Resu
     r.engine = Some(Engine::Transformers);
     let fa = e["use_flash_attn"].as_bool().unwrap_or(true);
     let gc = e["gradient_checkpointing"].as_bool().unwrap_or(true);
-    r.attention = Some(if fa { Attention::Flash } else { Attention::Eager });
-    r.checkpointing = Some(if gc { Checkpointing::Full } else { Checkpointing::None });
+    r.attention = Some(if fa {
+        Attention::Flash
+    } else {
+        Attention::Eager
+    });
+    r.checkpointing = Some(if gc {
+        Checkpointing::Full
+    } else {
+        Checkpointing::None
+    });
     r.optimizer = Some(Optimizer::AdamW);
     if kind == "llm_training_full" {
         r.method = Some(Method::Full);
@@ -173,10 +207,15 @@ fn swift_run(f: &mut WorkloadFile, row: &Value, kind: &str, quant: &str) -> Resu
     }
     r.precision = Some(Precision::Bf16Mixed);
     let rank = e["lora_rank"].as_i64().or_else(|| {
-        mode.split_whitespace().find_map(|w| w.strip_prefix('r').and_then(|n| n.parse().ok()))
+        mode.split_whitespace()
+            .find_map(|w| w.strip_prefix('r').and_then(|n| n.parse().ok()))
     });
     r.lora_rank = rank.or(Some(8));
-    r.lora_targets = Some(if mode.contains("ALL") { LoraTargets::AllLinear } else { LoraTargets::Attention });
+    r.lora_targets = Some(if mode.contains("ALL") {
+        LoraTargets::AllLinear
+    } else {
+        LoraTargets::Attention
+    });
     if kind == "llm_training_qlora" {
         r.method = Some(Method::Qlora);
         let q = quant.to_ascii_lowercase();
@@ -207,8 +246,15 @@ fn trainer_run(f: &mut WorkloadFile, row: &Value) -> Result<(), String> {
     r.attention = Some(Attention::Eager);
     r.method = Some(Method::Full);
     r.weights = Some("fp32".into());
-    r.precision = Some(if s(row, "dtype").contains("fp16") { Precision::Fp16Mixed } else { Precision::Fp32 });
-    let opt = e["optimizer"].as_str().unwrap_or("AdamW").to_ascii_lowercase();
+    r.precision = Some(if s(row, "dtype").contains("fp16") {
+        Precision::Fp16Mixed
+    } else {
+        Precision::Fp32
+    });
+    let opt = e["optimizer"]
+        .as_str()
+        .unwrap_or("AdamW")
+        .to_ascii_lowercase();
     r.optimizer = Some(if opt.contains("8bit") {
         Optimizer::AdamW8bit
     } else if opt.contains("adafactor") {
@@ -218,7 +264,11 @@ fn trainer_run(f: &mut WorkloadFile, row: &Value) -> Result<(), String> {
     });
     r.grad_accum = e["gradient_accumulation_steps"].as_i64();
     let gc = e["gradient_checkpointing"].as_bool().unwrap_or(false);
-    r.checkpointing = Some(if gc { Checkpointing::Full } else { Checkpointing::None });
+    r.checkpointing = Some(if gc {
+        Checkpointing::Full
+    } else {
+        Checkpointing::None
+    });
     Ok(())
 }
 

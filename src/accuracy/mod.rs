@@ -69,7 +69,9 @@ pub fn case_for_row(row: &Value) -> Result<Case, String> {
     } else if kind.starts_with("diffusion_") {
         diffusion_rows::case(row)
     } else {
-        Err(format!("workload kind '{kind}' is not modelled by this engine yet"))
+        Err(format!(
+            "workload kind '{kind}' is not modelled by this engine yet"
+        ))
     }
 }
 

@@ -55,20 +55,31 @@ impl Report {
     }
 
     pub fn skip(&mut self, id: String, kind: &str, why: String) {
-        self.skipped.push(Skipped { id, kind: kind.to_string(), why });
+        self.skipped.push(Skipped {
+            id,
+            kind: kind.to_string(),
+            why,
+        });
     }
 
     /// Median and p90 relative error per workload kind.
     pub fn by_kind(&self) -> BTreeMap<String, KindStats> {
         let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for r in &self.rows {
-            groups.entry(r.kind.clone()).or_default().push(r.rel_error());
+            groups
+                .entry(r.kind.clone())
+                .or_default()
+                .push(r.rel_error());
         }
         groups
             .into_iter()
             .map(|(k, mut v)| {
                 v.sort_by(f64::total_cmp);
-                let s = KindStats { rows: v.len(), median: percentile(&v, 0.5), p90: percentile(&v, 0.9) };
+                let s = KindStats {
+                    rows: v.len(),
+                    median: percentile(&v, 0.5),
+                    p90: percentile(&v, 0.9),
+                };
                 (k, s)
             })
             .collect()
@@ -76,19 +87,32 @@ impl Report {
 
     /// Stats over several kinds together (e.g. all LLM inference kinds).
     pub fn stats_where(&self, pred: impl Fn(&str) -> bool) -> Option<KindStats> {
-        let mut v: Vec<f64> = self.rows.iter().filter(|r| pred(&r.kind)).map(RowResult::rel_error).collect();
+        let mut v: Vec<f64> = self
+            .rows
+            .iter()
+            .filter(|r| pred(&r.kind))
+            .map(RowResult::rel_error)
+            .collect();
         if v.is_empty() {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        Some(KindStats { rows: v.len(), median: percentile(&v, 0.5), p90: percentile(&v, 0.9) })
+        Some(KindStats {
+            rows: v.len(),
+            median: percentile(&v, 0.5),
+            p90: percentile(&v, 0.9),
+        })
     }
 
     /// The printed report: per-row table, per-kind summary, skipped rows.
     pub fn render(&self, verbose: bool) -> String {
         let mut s = String::new();
         if verbose {
-            let _ = writeln!(s, "{:<7} {:<22} {:<26} {:>9} {:>9} {:>7}", "ROW", "KIND", "FIGURE", "MEASURED", "ESTIMATE", "ERROR");
+            let _ = writeln!(
+                s,
+                "{:<7} {:<22} {:<26} {:>9} {:>9} {:>7}",
+                "ROW", "KIND", "FIGURE", "MEASURED", "ESTIMATE", "ERROR"
+            );
             for r in &self.rows {
                 let _ = writeln!(
                     s,
@@ -103,9 +127,20 @@ impl Report {
             }
             let _ = writeln!(s);
         }
-        let _ = writeln!(s, "{:<24} {:>5} {:>9} {:>9}", "WORKLOAD KIND", "ROWS", "MEDIAN", "P90");
+        let _ = writeln!(
+            s,
+            "{:<24} {:>5} {:>9} {:>9}",
+            "WORKLOAD KIND", "ROWS", "MEDIAN", "P90"
+        );
         for (k, st) in self.by_kind() {
-            let _ = writeln!(s, "{:<24} {:>5} {:>8.1}% {:>8.1}%", k, st.rows, 100.0 * st.median, 100.0 * st.p90);
+            let _ = writeln!(
+                s,
+                "{:<24} {:>5} {:>8.1}% {:>8.1}%",
+                k,
+                st.rows,
+                100.0 * st.median,
+                100.0 * st.p90
+            );
         }
         let _ = writeln!(s, "\nskipped {} rows:", self.skipped.len());
         for k in &self.skipped {

@@ -33,7 +33,8 @@ pub struct Gpu {
     pub vram_gib: f64,
     /// Peak memory bandwidth, GB/s.
     pub bandwidth_gbs: f64,
-    /// PCIe generation and lanes (0 for SoCs and SXM/OAM boards on their own fabric).
+    /// PCIe generation and lanes of the link to the host CPU (what CPU offload and weight loading
+    /// go through). SXM/OAM boards list their host link; SoCs (Apple silicon) have none: 0 and 0.
     pub pcie_gen: u32,
     pub pcie_lanes: u32,
     /// Native bf16 math (Ampere and later, CDNA2+, RDNA3+ WMMA, Apple M2+).
@@ -50,6 +51,26 @@ impl Gpu {
     pub fn vram_bytes(&self) -> u64 {
         crate::units::gib_to_bytes(self.vram_gib)
     }
+
+    /// Checks that the figures describe a real card; names the first bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.vram_gib > 0.0 && self.vram_gib < 4096.0) {
+            return Err("vram_gib must be between 0 and 4096".into());
+        }
+        if !(self.bandwidth_gbs > 0.0 && self.bandwidth_gbs < 100_000.0) {
+            return Err("bandwidth_gbs must be between 0 and 100000 GB/s".into());
+        }
+        // PCIe 1.0 … 6.0 with the link widths the spec defines; 0/0 means no host link.
+        let lanes_ok = matches!(self.pcie_lanes, 1 | 2 | 4 | 8 | 16);
+        match (self.pcie_gen, self.pcie_lanes) {
+            (0, 0) => Ok(()),
+            (1..=6, _) if lanes_ok => Ok(()),
+            _ => Err(format!(
+                "pcie_gen {} with pcie_lanes {} is not a PCIe link (gen 1-6, lanes 1/2/4/8/16, or 0 and 0)",
+                self.pcie_gen, self.pcie_lanes
+            )),
+        }
+    }
 }
 
 pub(super) fn parse(text: &str) -> Result<Vec<Gpu>, String> {
@@ -59,9 +80,44 @@ pub(super) fn parse(text: &str) -> Result<Vec<Gpu>, String> {
     }
     let f: File = toml::from_str(text).map_err(|e| format!("presets/gpus.toml: {e}"))?;
     for g in &f.gpu {
-        if !(g.vram_gib > 0.0 && g.vram_gib < 4096.0) {
-            return Err(format!("presets/gpus.toml: {}: vram_gib out of range", g.id));
-        }
+        g.validate()
+            .map_err(|e| format!("presets/gpus.toml: {}: {e}", g.id))?;
     }
     Ok(f.gpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CARD: &str = r#"
+[[gpu]]
+id = "x"
+name = "X"
+vendor = "nvidia"
+kind = "desktop"
+vram_gib = 8.0
+bandwidth_gbs = 448.0
+pcie_gen = 4
+pcie_lanes = 16
+bf16 = true
+fp8 = false
+source = "test"
+"#;
+
+    #[test]
+    fn bad_figures_name_the_field() {
+        assert!(parse(CARD).is_ok());
+        let bad_lanes = parse(&CARD.replace("pcie_lanes = 16", "pcie_lanes = 12")).unwrap_err();
+        assert!(
+            bad_lanes.contains("pcie_lanes 12") && bad_lanes.contains(": x:"),
+            "{bad_lanes}"
+        );
+        let no_link = parse(&CARD.replace("pcie_gen = 4", "pcie_gen = 0")).unwrap_err();
+        assert!(no_link.contains("pcie_gen 0"), "{no_link}");
+        let bw = parse(&CARD.replace("448.0", "-1.0")).unwrap_err();
+        assert!(bw.contains("bandwidth_gbs"), "{bw}");
+        let vram = parse(&CARD.replace("vram_gib = 8.0", "vram_gib = 0.0")).unwrap_err();
+        assert!(vram.contains("vram_gib"), "{vram}");
+    }
 }

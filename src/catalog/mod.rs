@@ -49,7 +49,12 @@ impl Catalog {
         let key = id.trim().to_ascii_lowercase();
         self.models
             .iter()
-            .find(|m| m.id == key || m.hf_id.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(&key)))
+            .find(|m| {
+                m.id == key
+                    || m.hf_id
+                        .as_deref()
+                        .is_some_and(|h| h.eq_ignore_ascii_case(&key))
+            })
             .ok_or_else(|| {
                 let names = self.models.iter().map(|m| m.id.as_str());
                 unknown("model", id, names, "vram-doctor presets list models")
@@ -62,7 +67,10 @@ fn unknown<'a>(what: &str, id: &str, names: impl Iterator<Item = &'a str>, list:
     if near.is_empty() {
         format!("unknown {what} preset '{id}'; see `{list}`")
     } else {
-        format!("unknown {what} preset '{id}'; did you mean {}? (all: `{list}`)", near.join(", "))
+        format!(
+            "unknown {what} preset '{id}'; did you mean {}? (all: `{list}`)",
+            near.join(", ")
+        )
     }
 }
 
@@ -81,6 +89,31 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), c.models.len(), "duplicate model id");
+    }
+
+    /// `ModelPreset` flattens `ModelArch`, which rules out `deny_unknown_fields`; so a misspelt
+    /// optional key (`sliding_windw`) would be dropped silently. Every key written in the file
+    /// must come back when the parsed preset is serialized again.
+    #[test]
+    fn model_file_has_no_unknown_keys() {
+        let raw: toml::Table = toml::from_str(MODELS_TOML).expect("valid TOML");
+        let raw = raw["model"].as_array().expect("[[model]] tables");
+        for (table, parsed) in raw.iter().zip(&Catalog::get().models) {
+            let back = toml::Value::try_from(parsed).expect("serializable");
+            assert_no_extra_keys(table, &back, &parsed.id);
+        }
+    }
+
+    fn assert_no_extra_keys(written: &toml::Value, parsed: &toml::Value, at: &str) {
+        let (Some(w), Some(p)) = (written.as_table(), parsed.as_table()) else {
+            return;
+        };
+        for (key, value) in w {
+            let back = p
+                .get(key)
+                .unwrap_or_else(|| panic!("{at}: unknown key '{key}'"));
+            assert_no_extra_keys(value, back, &format!("{at}.{key}"));
+        }
     }
 
     #[test]

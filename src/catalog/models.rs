@@ -21,7 +21,9 @@ pub(super) fn parse(text: &str) -> Result<Vec<ModelPreset>, String> {
     }
     let f: File = toml::from_str(text).map_err(|e| format!("presets/models.toml: {e}"))?;
     for m in &f.model {
-        m.arch.validate().map_err(|e| format!("presets/models.toml: {}: {e}", m.id))?;
+        m.arch
+            .validate()
+            .map_err(|e| format!("presets/models.toml: {}: {e}", m.id))?;
     }
     Ok(f.model)
 }

@@ -1,4 +1,6 @@
-//! "Did you mean …?" for preset names: Levenshtein distance, closest first.
+//! "Did you mean …?" for preset names: edit distance with transpositions (optimal string
+//! alignment, Damerau 1964), closest first. Swapped digits ("4900" for "4090") are the commonest
+//! typo in GPU names, so a swap costs one edit, not two.
 
 /// Up to `max` names within a typo's reach of `query` (distance ≤ a third of its length, at
 /// least 2), closest first, or the names that contain it.
@@ -7,26 +9,41 @@ pub fn nearest<'a>(query: &str, names: impl Iterator<Item = &'a str>, max: usize
     let limit = (q.chars().count() / 3).max(2);
     let mut scored: Vec<(usize, &str)> = names
         .map(|n| {
-            let d = levenshtein(&q, n);
-            let d = if n.contains(q.as_str()) && !q.is_empty() { d.min(limit) } else { d };
+            let d = osa_distance(&q, n);
+            let d = if n.contains(q.as_str()) && !q.is_empty() {
+                d.min(limit)
+            } else {
+                d
+            };
             (d, n)
         })
         .filter(|(d, _)| *d <= limit)
         .collect();
     scored.sort();
-    scored.into_iter().take(max).map(|(_, n)| n.to_string()).collect()
+    scored
+        .into_iter()
+        .take(max)
+        .map(|(_, n)| n.to_string())
+        .collect()
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+fn osa_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    // Three rolling rows of the dynamic-programming table: i-2, i-1 and i.
+    let mut before: Vec<usize> = Vec::new();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
+    for i in 0..a.len() {
         let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        for j in 0..b.len() {
+            let sub = prev[j] + usize::from(a[i] != b[j]);
+            let mut d = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+            if i > 0 && j > 0 && a[i] == b[j - 1] && a[i - 1] == b[j] {
+                d = d.min(before[j - 1] + 1);
+            }
+            cur[j + 1] = d;
         }
-        prev = cur;
+        before = std::mem::replace(&mut prev, cur);
     }
     prev[b.len()]
 }
@@ -37,8 +54,10 @@ mod tests {
 
     #[test]
     fn distances() {
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("", "abc"), 3);
+        assert_eq!(osa_distance("kitten", "sitting"), 3);
+        assert_eq!(osa_distance("", "abc"), 3);
+        assert_eq!(osa_distance("rtx-4900", "rtx-4090"), 1);
+        assert_eq!(osa_distance("rtx-4900", "rtx-4060"), 2);
     }
 
     #[test]

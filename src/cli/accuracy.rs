@@ -24,7 +24,10 @@ pub fn run(a: &AccuracyArgs) -> Result<(), String> {
             "by_kind": report.by_kind(),
             "skipped": report.skipped,
         });
-        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
     } else {
         println!("accuracy against {}\n", a.reference.display());
         print!("{}", report.render(a.verbose));

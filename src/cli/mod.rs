@@ -2,6 +2,8 @@
 //! Each subcommand lives in its own module with an `args` struct and a `run` function.
 
 mod accuracy;
+mod diagnose;
+mod monitor;
 mod plan;
 mod presets;
 
@@ -12,20 +14,31 @@ use std::process::ExitCode;
 pub const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Debug, Parser)]
-#[command(name = "vram-doctor", version, about = "Will it fit? What is happening now? What went wrong? — GPU memory planner, monitor and doctor.")]
+#[command(
+    name = "vram-doctor",
+    version,
+    about = "Will it fit? What is happening now? What went wrong? — GPU memory planner, monitor and doctor."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Desktop app only: the tab to open on (otherwise the one used last).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::ui::Tab::NAMES))]
+    pub tab: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Estimate a workload's memory, part by part, and find the cheapest plan that fits.
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
+    /// Watch GPU memory live: per GPU and per process, with alerts, recording and replay.
+    Monitor(monitor::MonitorArgs),
     /// List the built-in GPU and model presets.
     Presets(presets::PresetsArgs),
     /// Compare the engine with measured reference data (median and p90 relative error).
     Accuracy(accuracy::AccuracyArgs),
+    /// Read an error message (stdin or --file) or answer questions; print causes and fixes.
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
@@ -34,6 +47,8 @@ pub fn run(cmd: Command) -> ExitCode {
         Command::Plan(a) => plan::run(&a),
         Command::Presets(a) => presets::run(&a),
         Command::Accuracy(a) => accuracy::run(&a),
+        Command::Monitor(a) => return monitor::run(&a),
+        Command::Diagnose(a) => diagnose::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,17 +1,313 @@
-//! `vram-doctor plan`: a workload from a file or flags → breakdown, verdict and plan.
+//! `vram-doctor plan`: a workload from a file and/or flags → breakdown, verdict and plan.
 
+use crate::memory::options::*;
+use crate::memory::{Workload, WorkloadFile};
+use crate::plan::{PlanResult, plan_result};
+use crate::units::{GIB, human};
 use clap::Args;
+use std::path::{Path, PathBuf};
 
-#[derive(Debug, Args)]
+/// Flags mirror the workload file's fields; a flag overrides the file.
+#[derive(Debug, Args, Default)]
 pub struct PlanArgs {
-    /// Workload file (TOML, see DESIGN.md).
+    /// Workload file (TOML, the contract in DESIGN.md).
     #[arg(long)]
-    pub workload: Option<std::path::PathBuf>,
+    pub workload: Option<PathBuf>,
     /// Print the JSON result instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// GPU preset id (see `vram-doctor presets list gpus`).
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// GPU memory in GiB, instead of (or overriding) a preset.
+    #[arg(long)]
+    pub vram_gib: Option<f64>,
+    /// Number of GPUs used together.
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Model preset id (see `vram-doctor presets list models`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A model file: config.json, *.safetensors, *.safetensors.index.json or *.gguf.
+    #[arg(long)]
+    pub model_file: Option<PathBuf>,
+    #[arg(long)]
+    pub task: Option<Task>,
+    /// Weight format: fp32 fp16 bf16 fp8 int8 nf4 gptq-4bit awq-4bit q8_0 q6_k q5_k_m q4_k_m q4_0 q3_k_m q2_k …
+    #[arg(long)]
+    pub weights: Option<String>,
+    /// Sequences processed together.
+    #[arg(long)]
+    pub batch: Option<i64>,
+    /// Tokens per sequence (prompt + generated).
+    #[arg(long)]
+    pub seq: Option<i64>,
+    /// Prompt tokens processed in one forward pass (defaults to --seq).
+    #[arg(long)]
+    pub prompt: Option<i64>,
+    #[arg(long)]
+    pub engine: Option<Engine>,
+    /// KV cache type: fp16 bf16 fp8 q8_0 q4_0.
+    #[arg(long)]
+    pub kv_cache: Option<String>,
+    #[arg(long)]
+    pub attention: Option<Attention>,
+    #[arg(long)]
+    pub method: Option<Method>,
+    #[arg(long)]
+    pub precision: Option<Precision>,
+    #[arg(long)]
+    pub optimizer: Option<Optimizer>,
+    #[arg(long)]
+    pub checkpointing: Option<Checkpointing>,
+    #[arg(long)]
+    pub lora_rank: Option<i64>,
+    #[arg(long)]
+    pub lora_targets: Option<LoraTargets>,
+    #[arg(long)]
+    pub grad_accum: Option<i64>,
+    #[arg(long)]
+    pub zero_stage: Option<i64>,
+    #[arg(long)]
+    pub offload: Option<Offload>,
+    /// vLLM --gpu-memory-utilization.
+    #[arg(long)]
+    pub gpu_memory_utilization: Option<f64>,
+    /// VRAM already used by other programs, GiB.
+    #[arg(long)]
+    pub other_gib: Option<f64>,
 }
 
-pub fn run(_a: &PlanArgs) -> Result<(), String> {
-    Err("plan: not implemented yet".into())
+impl PlanArgs {
+    /// The workload file the flags describe, on top of `--workload` if given.
+    pub fn workload_file(&self) -> Result<WorkloadFile, String> {
+        let mut f = match &self.workload {
+            Some(p) => WorkloadFile::load(p)?,
+            None => WorkloadFile::default(),
+        };
+        if self.gpu.is_some() {
+            f.gpu.preset = self.gpu.clone();
+            if self.vram_gib.is_none() {
+                f.gpu.vram_gib = None;
+            }
+        }
+        set(&mut f.gpu.vram_gib, self.vram_gib);
+        set(&mut f.gpu.count, self.gpus);
+        if self.model.is_some() || self.model_file.is_some() {
+            f.model = Default::default();
+            f.model.preset = self.model.clone();
+            f.model.file = self.model_file.clone();
+        }
+        let r = &mut f.run;
+        set(&mut r.task, self.task);
+        set(&mut r.weights, self.weights.clone());
+        set(&mut r.batch, self.batch);
+        set(&mut r.seq, self.seq);
+        set(&mut r.prompt, self.prompt);
+        set(&mut r.engine, self.engine);
+        set(&mut r.kv_cache, self.kv_cache.clone());
+        set(&mut r.attention, self.attention);
+        set(&mut r.method, self.method);
+        set(&mut r.precision, self.precision);
+        set(&mut r.optimizer, self.optimizer);
+        set(&mut r.checkpointing, self.checkpointing);
+        set(&mut r.lora_rank, self.lora_rank);
+        set(&mut r.lora_targets, self.lora_targets);
+        set(&mut r.grad_accum, self.grad_accum);
+        set(&mut r.zero_stage, self.zero_stage);
+        set(&mut r.offload, self.offload);
+        set(&mut r.gpu_memory_utilization, self.gpu_memory_utilization);
+        set(&mut r.other_processes_gib, self.other_gib);
+        Ok(f)
+    }
+
+    /// The resolved workload; relative paths in a workload file are taken from its directory.
+    pub fn resolve(&self) -> Result<Workload, String> {
+        let base = self
+            .workload
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        self.workload_file()?.resolve(base, None)
+    }
+}
+
+fn set<T>(slot: &mut Option<T>, v: Option<T>) {
+    if v.is_some() {
+        *slot = v;
+    }
+}
+
+pub fn run(a: &PlanArgs) -> Result<(), String> {
+    let w = a.resolve()?;
+    let result = plan_result(&w);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", render(&w, &result));
+    }
+    Ok(())
+}
+
+const BAR: usize = 30;
+
+/// A bar of `bytes` against `capacity`, `BAR` cells wide; overflow is marked with '>'.
+fn bar(bytes: u64, capacity: u64) -> String {
+    let frac = bytes as f64 / capacity.max(1) as f64;
+    let cells = (frac * BAR as f64).round() as usize;
+    if cells > BAR {
+        format!("{}>", "#".repeat(BAR))
+    } else {
+        format!("{}{}", "#".repeat(cells), ".".repeat(BAR - cells))
+    }
+}
+
+/// The human table: components with bars, the three peaks, the verdict and the plan.
+pub fn render(w: &Workload, r: &PlanResult) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let cap = r.capacity_bytes;
+    let per_gpu = if w.gpu.count > 1 {
+        format!(" (per GPU, {} GPUs)", w.gpu.count)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "{} on {} — {}{}",
+        w.model_name,
+        w.gpu.name,
+        describe_run(w),
+        per_gpu
+    );
+    let _ = writeln!(s);
+    let width = r
+        .components
+        .iter()
+        .map(|c| c.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    for c in &r.components {
+        let _ = writeln!(
+            s,
+            "  {:<width$}  {:>10}  {}",
+            c.label,
+            human(c.bytes),
+            bar(c.bytes, cap)
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  {:<width$}  {:>10}   (torch max_memory_allocated)",
+        "Peak tensors",
+        human(r.peak.tensors_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "  {:<width$}  {:>10}   (torch max_memory_reserved)",
+        "Peak reserved",
+        human(r.peak.reserved_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "  {:<width$}  {:>10}   (nvidia-smi, this process)",
+        "Peak process",
+        human(r.peak.process_bytes)
+    );
+    let _ = writeln!(s, "  {:<width$}  {:>10}", "GPU capacity", human(cap));
+    let need = r
+        .components
+        .iter()
+        .filter(|c| c.id == "other_processes")
+        .map(|c| c.bytes)
+        .sum::<u64>()
+        + r.peak.process_bytes;
+    let head = cap as f64 - need as f64;
+    let _ = writeln!(s);
+    if r.fits {
+        let _ = writeln!(
+            s,
+            "FITS: {} free ({:.0}% of the card)",
+            human(head as u64),
+            100.0 * head / cap as f64
+        );
+    } else {
+        let _ = writeln!(s, "DOES NOT FIT: {} short", human((-head) as u64));
+    }
+    for warn in &r.warnings {
+        let _ = writeln!(s, "  note: {warn}");
+    }
+    let p = &r.plan;
+    let _ = writeln!(s);
+    if !p.strategies.is_empty() {
+        let _ = writeln!(
+            s,
+            "Recommended plan ({:.2}× speed; {}):",
+            p.speed_factor, p.quality_note
+        );
+        for st in &p.strategies {
+            let _ = writeln!(s, "  - {st}");
+        }
+        let _ = writeln!(s, "  → {} per GPU", human(p.process_bytes));
+    }
+    let _ = writeln!(s, "Why: {}", p.why);
+    let limit =
+        |v: Option<u32>, unit: &str| v.map_or("none fits".to_string(), |x| format!("{x}{unit}"));
+    let _ = writeln!(
+        s,
+        "Largest batch that fits: {}; longest sequence: {}",
+        limit(p.max_batch, ""),
+        limit(p.max_seq, " tokens")
+    );
+    let _ = writeln!(
+        s,
+        "(capacities in GiB: {:.1} of {:.1})",
+        need as f64 / GIB,
+        cap as f64 / GIB
+    );
+    s
+}
+
+fn describe_run(w: &Workload) -> String {
+    let r = &w.run;
+    match r.task {
+        Task::Training => format!(
+            "training ({}, {}, {}, checkpointing {}), batch {} × seq {}",
+            r.method, r.precision, r.optimizer, r.checkpointing, r.batch, r.seq
+        ),
+        _ => format!(
+            "{} with {}, {} weights, batch {} × seq {}",
+            r.task, r.engine, r.weights, r.batch, r.seq
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_scale_and_mark_overflow() {
+        assert_eq!(bar(0, 100), ".".repeat(BAR));
+        assert_eq!(bar(50, 100).matches('#').count(), BAR / 2);
+        assert!(bar(300, 100).ends_with('>'));
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let a = PlanArgs {
+            gpu: Some("rtx-4090".into()),
+            model: Some("llama-3.1-8b".into()),
+            batch: Some(3),
+            ..Default::default()
+        };
+        let w = a.resolve().unwrap();
+        assert_eq!(w.run.batch, 3);
+        assert_eq!(w.gpu.vram_bytes, 24 << 30);
+    }
 }

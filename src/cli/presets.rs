@@ -32,17 +32,33 @@ pub fn run(a: &PresetsArgs) -> Result<(), String> {
     if matches!(kind, None | Some(PresetKind::Gpus)) {
         println!("{:<24} {:>8} {:>10}  NAME", "GPU", "VRAM", "BANDWIDTH");
         for g in &c.gpus {
-            println!("{:<24} {:>5.0} GiB {:>6.0} GB/s  {}", g.id, g.vram_gib, g.bandwidth_gbs, g.name);
+            println!(
+                "{:<24} {:>5.0} GiB {:>6.0} GB/s  {}",
+                g.id, g.vram_gib, g.bandwidth_gbs, g.name
+            );
         }
     }
     if kind.is_none() {
         println!();
     }
     if matches!(kind, None | Some(PresetKind::Models)) {
-        println!("{:<24} {:>9} {:>7} {:>9}  NAME", "MODEL", "PARAMS", "LAYERS", "CONTEXT");
+        println!(
+            "{:<24} {:>9} {:>7} {:>9}  NAME",
+            "MODEL", "PARAMS", "LAYERS", "CONTEXT"
+        );
         for m in &c.models {
-            let ctx = m.arch.max_context.map_or("-".to_string(), |c| c.to_string());
-            println!("{:<24} {:>8.2}B {:>7} {:>9}  {}", m.id, m.arch.params / 1e9, m.arch.layers, ctx, m.name);
+            let ctx = m
+                .arch
+                .max_context
+                .map_or("-".to_string(), |c| c.to_string());
+            println!(
+                "{:<24} {:>8.2}B {:>7} {:>9}  {}",
+                m.id,
+                m.arch.params / 1e9,
+                m.arch.layers,
+                ctx,
+                m.name
+            );
         }
     }
     if matches!(kind, None | Some(PresetKind::Diffusion)) {

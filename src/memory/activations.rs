@@ -31,17 +31,30 @@ pub fn eager_scores_per_token_layer(a: &ModelArch, seq: f64, elt: f64) -> f64 {
 }
 
 /// Activation bytes held at the end of the forward pass of a training step.
-pub fn training_activations(a: &ModelArch, tokens: f64, seq: f64, elt: f64, attn: Attention, ckpt: Checkpointing) -> f64 {
+pub fn training_activations(
+    a: &ModelArch,
+    tokens: f64,
+    seq: f64,
+    elt: f64,
+    attn: Attention,
+    ckpt: Checkpointing,
+) -> f64 {
     let layers = f64::from(a.layers);
     let saved = saved_per_token_layer(a, elt);
-    let scores = if attn == Attention::Eager { eager_scores_per_token_layer(a, seq, elt) } else { 0.0 };
+    let scores = if attn == Attention::Eager {
+        eager_scores_per_token_layer(a, seq, elt)
+    } else {
+        0.0
+    };
     match ckpt {
         Checkpointing::None => layers * tokens * (saved + scores),
         // Selective recomputation drops exactly the score-matrix terms (Korthikanti §5).
         Checkpointing::Selective => layers * tokens * saved,
         // Full recomputation keeps each layer's input (2sbh) and re-materialises one layer at a
         // time during backward.
-        Checkpointing::Full => layers * tokens * f64::from(a.hidden) * elt + tokens * (saved + scores),
+        Checkpointing::Full => {
+            layers * tokens * f64::from(a.hidden) * elt + tokens * (saved + scores)
+        }
     }
 }
 
@@ -80,7 +93,10 @@ mod tests {
         a.intermediate = 4 * 4096;
         assert_eq!(saved_per_token_layer(&a, 2.0), 32.0 * 4096.0);
         // 5as per token and layer for eager attention in 16-bit.
-        assert_eq!(eager_scores_per_token_layer(&a, 2048.0, 2.0), 5.0 * 32.0 * 2048.0);
+        assert_eq!(
+            eager_scores_per_token_layer(&a, 2048.0, 2.0),
+            5.0 * 32.0 * 2048.0
+        );
     }
 
     #[test]
@@ -90,8 +106,12 @@ mod tests {
         assert!(f(Checkpointing::Full) < f(Checkpointing::Selective));
         assert!(f(Checkpointing::Selective) < f(Checkpointing::None));
         // Full: 32 layer inputs of 4096 × 4096 × 2 B = 1 GiB, plus one layer recomputed.
-        let one_layer = 4096.0 * (saved_per_token_layer(&a, 2.0) + eager_scores_per_token_layer(&a, 4096.0, 2.0));
-        assert_eq!(f(Checkpointing::Full), 32.0 * 4096.0 * 4096.0 * 2.0 + one_layer);
+        let one_layer = 4096.0
+            * (saved_per_token_layer(&a, 2.0) + eager_scores_per_token_layer(&a, 4096.0, 2.0));
+        assert_eq!(
+            f(Checkpointing::Full),
+            32.0 * 4096.0 * 4096.0 * 2.0 + one_layer
+        );
     }
 
     #[test]

@@ -147,7 +147,8 @@ impl ModelArch {
             Some(m) => {
                 let moe_layers = f64::from(self.layers.saturating_sub(m.dense_layers));
                 let dense_layers = f64::from(m.dense_layers.min(self.layers));
-                let per_moe = f64::from(m.experts + m.shared_experts) * f64::from(m.expert_intermediate) * h;
+                let per_moe =
+                    f64::from(m.experts + m.shared_experts) * f64::from(m.expert_intermediate) * h;
                 moe_layers * per_moe + dense_layers * f64::from(self.intermediate) * h
             }
             None => f64::from(self.layers) * f64::from(self.intermediate) * h,
@@ -172,7 +173,8 @@ impl ModelArch {
         match &self.moe {
             Some(m) if m.experts > 0 => {
                 let moe_layers = f64::from(self.layers.saturating_sub(m.dense_layers));
-                let per_expert = self.mlp_matrices() * f64::from(self.hidden) * f64::from(m.expert_intermediate);
+                let per_expert =
+                    self.mlp_matrices() * f64::from(self.hidden) * f64::from(m.expert_intermediate);
                 let idle = moe_layers * f64::from(m.experts.saturating_sub(m.active)) * per_expert;
                 (self.params - idle).max(0.0)
             }
@@ -199,7 +201,7 @@ impl ModelArch {
         if !(self.params.is_finite() && self.params >= 1.0 && self.params < 1e14) {
             return Err("model.params must be a parameter count between 1 and 1e14".into());
         }
-        if self.kv_heads > self.heads || self.heads % self.kv_heads != 0 {
+        if self.kv_heads > self.heads || !self.heads.is_multiple_of(self.kv_heads) {
             return Err(format!(
                 "model.kv_heads ({}) must divide model.heads ({})",
                 self.kv_heads, self.heads
@@ -208,7 +210,9 @@ impl ModelArch {
         if let Some(m) = &self.moe
             && (m.active == 0 || m.active > m.experts)
         {
-            return Err("model.moe: experts per token must be between 1 and the expert count".into());
+            return Err(
+                "model.moe: experts per token must be between 1 and the expert count".into(),
+            );
         }
         Ok(())
     }

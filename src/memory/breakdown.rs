@@ -47,16 +47,28 @@ pub struct Breakdown {
 
 impl Breakdown {
     pub fn new(capacity_bytes: u64) -> Self {
-        Breakdown { capacity_bytes, ..Default::default() }
+        Breakdown {
+            capacity_bytes,
+            ..Default::default()
+        }
     }
 
     /// Adds a component (zero-byte ones are kept out of the list) and updates the peaks.
     pub fn add(&mut self, id: &str, label: &str, bytes: f64, layer: Layer) {
-        let bytes = if bytes.is_finite() && bytes > 0.0 { bytes.round().min(u64::MAX as f64) as u64 } else { 0 };
+        let bytes = if bytes.is_finite() && bytes > 0.0 {
+            bytes.round().min(u64::MAX as f64) as u64
+        } else {
+            0
+        };
         if bytes == 0 {
             return;
         }
-        self.components.push(Component { id: id.into(), label: label.into(), bytes, layer: Some(layer) });
+        self.components.push(Component {
+            id: id.into(),
+            label: label.into(),
+            bytes,
+            layer: Some(layer),
+        });
         self.recompute();
     }
 
@@ -66,27 +78,45 @@ impl Breakdown {
 
     fn recompute(&mut self) {
         let sum = |l: Layer| -> u64 {
-            self.components.iter().filter(|c| c.layer == Some(l)).map(|c| c.bytes).fold(0u64, u64::saturating_add)
+            self.components
+                .iter()
+                .filter(|c| c.layer == Some(l))
+                .map(|c| c.bytes)
+                .fold(0u64, u64::saturating_add)
         };
         let t = sum(Layer::Tensor);
         let r = t.saturating_add(sum(Layer::Allocator));
         let p = r.saturating_add(sum(Layer::Process));
-        self.peak = Peak { tensors_bytes: t, reserved_bytes: r, process_bytes: p };
+        self.peak = Peak {
+            tensors_bytes: t,
+            reserved_bytes: r,
+            process_bytes: p,
+        };
     }
 
     /// Bytes of one component, zero when absent.
     pub fn get(&self, id: &str) -> u64 {
-        self.components.iter().filter(|c| c.id == id).map(|c| c.bytes).sum()
+        self.components
+            .iter()
+            .filter(|c| c.id == id)
+            .map(|c| c.bytes)
+            .sum()
     }
 
     /// Memory other programs hold on the card.
     pub fn external_bytes(&self) -> u64 {
-        self.components.iter().filter(|c| c.layer == Some(Layer::External)).map(|c| c.bytes).sum()
+        self.components
+            .iter()
+            .filter(|c| c.layer == Some(Layer::External))
+            .map(|c| c.bytes)
+            .sum()
     }
 
     /// What the card must hold: this process plus everyone else.
     pub fn required_bytes(&self) -> u64 {
-        self.peak.process_bytes.saturating_add(self.external_bytes())
+        self.peak
+            .process_bytes
+            .saturating_add(self.external_bytes())
     }
 
     pub fn fits(&self) -> bool {
@@ -111,7 +141,14 @@ mod tests {
         b.add("cuda_context", "CUDA context", 300.0, Layer::Process);
         b.add("other_processes", "Other programs", 100.0, Layer::External);
         b.add("logits", "Logits", -5.0, Layer::Tensor);
-        assert_eq!(b.peak, Peak { tensors_bytes: 500, reserved_bytes: 550, process_bytes: 850 });
+        assert_eq!(
+            b.peak,
+            Peak {
+                tensors_bytes: 500,
+                reserved_bytes: 550,
+                process_bytes: 850
+            }
+        );
         assert_eq!(b.required_bytes(), 950);
         assert!(b.fits());
         assert_eq!(b.headroom_bytes(), 50);

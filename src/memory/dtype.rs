@@ -170,7 +170,12 @@ impl GgufFileType {
     /// The per-tensor-kind types of this file type (llama-quant.cpp `llama_tensor_get_type`).
     pub fn mix(self) -> GgufMix {
         use GgmlType as T;
-        let uniform = |t: T, out: T| GgufMix { base: t, output: out, attn_v: (t, t), ffn_down: (t, t) };
+        let uniform = |t: T, out: T| GgufMix {
+            base: t,
+            output: out,
+            attn_v: (t, t),
+            ffn_down: (t, t),
+        };
         match self {
             GgufFileType::F16 => uniform(T::F16, T::F16),
             GgufFileType::Q8_0 => uniform(T::Q8_0, T::Q8_0),
@@ -224,7 +229,10 @@ impl GgufFileType {
     }
 
     pub fn name(self) -> &'static str {
-        GGUF_NAMES.iter().find(|(_, t)| *t == self).map_or("gguf", |(n, _)| n)
+        GGUF_NAMES
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map_or("gguf", |(n, _)| n)
     }
 }
 
@@ -232,9 +240,8 @@ impl GgufFileType {
 /// every third one in between get the bigger type (src/llama-quant.cpp).
 pub fn use_more_bits(i_layer: u32, n_layers: u32) -> bool {
     let eighth = n_layers / 8;
-    i_layer < eighth
-        || i_layer >= 7 * n_layers / 8
-        || (i_layer >= eighth && (i_layer - eighth) % 3 == 2)
+    // Past the first eighth, so `i_layer - eighth` cannot underflow.
+    i_layer < eighth || i_layer >= 7 * n_layers / 8 || (i_layer - eighth) % 3 == 2
 }
 
 /// Fraction of layers that `use_more_bits` picks.
@@ -242,15 +249,41 @@ pub fn more_bits_fraction(n_layers: u32) -> f64 {
     if n_layers == 0 {
         return 0.0;
     }
-    let n = (0..n_layers).filter(|&i| use_more_bits(i, n_layers)).count();
+    let n = (0..n_layers)
+        .filter(|&i| use_more_bits(i, n_layers))
+        .count();
     n as f64 / f64::from(n_layers)
 }
 
 /// Names accepted for `run.weights`, in the order error messages list them.
 pub const WEIGHT_NAMES: &[&str] = &[
-    "fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "int4", "gptq-4bit", "gptq-8bit",
-    "awq-4bit", "f16", "q8_0", "q6_k", "q5_k_m", "q5_k_s", "q5_0", "q5_1", "q4_k_m", "q4_k_s",
-    "q4_0", "q4_1", "iq4_xs", "q3_k_l", "q3_k_m", "q3_k_s", "q2_k",
+    "fp32",
+    "fp16",
+    "bf16",
+    "fp8",
+    "int8",
+    "nf4",
+    "fp4",
+    "int4",
+    "gptq-4bit",
+    "gptq-8bit",
+    "awq-4bit",
+    "f16",
+    "q8_0",
+    "q6_k",
+    "q5_k_m",
+    "q5_k_s",
+    "q5_0",
+    "q5_1",
+    "q4_k_m",
+    "q4_k_s",
+    "q4_0",
+    "q4_1",
+    "iq4_xs",
+    "q3_k_l",
+    "q3_k_m",
+    "q3_k_s",
+    "q2_k",
 ];
 
 impl FromStr for WeightFormat {
@@ -303,7 +336,9 @@ impl Serialize for WeightFormat {
 
 impl<'de> Deserialize<'de> for WeightFormat {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -314,7 +349,10 @@ impl WeightFormat {
 
     /// Quantized formats whose base weights cannot be trained directly (adapters only).
     pub fn is_quantized(self) -> bool {
-        !matches!(self, WeightFormat::Fp32 | WeightFormat::Fp16 | WeightFormat::Bf16)
+        !matches!(
+            self,
+            WeightFormat::Fp32 | WeightFormat::Fp16 | WeightFormat::Bf16
+        )
     }
 
     /// A rough rank of how much quality the format gives up (0 = none), used to order plans.
@@ -324,9 +362,17 @@ impl WeightFormat {
             WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Gptq8 => 1,
             WeightFormat::Gguf(GgufFileType::F16) => 0,
             WeightFormat::Gguf(GgufFileType::Q8_0 | GgufFileType::Q6K) => 1,
-            WeightFormat::Gguf(GgufFileType::Q5KM | GgufFileType::Q5KS | GgufFileType::Q5_0 | GgufFileType::Q5_1) => 2,
+            WeightFormat::Gguf(
+                GgufFileType::Q5KM | GgufFileType::Q5KS | GgufFileType::Q5_0 | GgufFileType::Q5_1,
+            ) => 2,
             WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Gptq4 | WeightFormat::Awq4 => 3,
-            WeightFormat::Gguf(GgufFileType::Q4KM | GgufFileType::Q4KS | GgufFileType::Q4_0 | GgufFileType::Q4_1 | GgufFileType::Iq4Xs) => 3,
+            WeightFormat::Gguf(
+                GgufFileType::Q4KM
+                | GgufFileType::Q4KS
+                | GgufFileType::Q4_0
+                | GgufFileType::Q4_1
+                | GgufFileType::Iq4Xs,
+            ) => 3,
             WeightFormat::Gguf(GgufFileType::Q3KL | GgufFileType::Q3KM | GgufFileType::Q3KS) => 5,
             WeightFormat::Gguf(GgufFileType::Q2K) => 8,
         }

@@ -40,11 +40,20 @@ fn torch(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, weights: f6
     let batch = f64::from(r.batch);
     let act = inference_peak(a, batch, f64::from(r.prompt), r.attention) / n;
     b.add("activations", "Activations (prefill)", act, Layer::Tensor);
-    let logit_tokens = if r.engine == Engine::AutoAwq { batch * f64::from(r.prompt) } else { batch };
+    let logit_tokens = if r.engine == Engine::AutoAwq {
+        batch * f64::from(r.prompt)
+    } else {
+        batch
+    };
     let logits = logit_tokens * f64::from(a.vocab) * 6.0 / n;
     b.add("logits", "Logits", logits, Layer::Tensor);
     let slack = overhead::allocator_slack(weights, act + logits + kv);
-    overhead::add_torch_overheads(b, slack, overhead::context_bytes(r.engine), r.other_processes_bytes);
+    overhead::add_torch_overheads(
+        b,
+        slack,
+        overhead::context_bytes(r.engine),
+        r.other_processes_bytes,
+    );
 }
 
 /// vLLM: the engine takes `gpu_memory_utilization × total` up front. Inside it: weights, the
@@ -54,14 +63,36 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64, weigh
     // The profile run is one batch of max_num_batched_tokens, which defaults to max_model_len
     // (at least 2048) without chunked prefill.
     let tokens = f64::from(r.seq).max(2048.0);
-    let act = (inference_peak(a, 1.0, tokens, Attention::Flash) + 2.0 * VLLM_MAX_NUM_SEQS * f64::from(a.vocab) * 4.0) / n;
-    b.add("activations", "Activations (profile run)", act, Layer::Tensor);
+    let act = (inference_peak(a, 1.0, tokens, Attention::Flash)
+        + 2.0 * VLLM_MAX_NUM_SEQS * f64::from(a.vocab) * 4.0)
+        / n;
+    b.add(
+        "activations",
+        "Activations (profile run)",
+        act,
+        Layer::Tensor,
+    );
     let budget = r.gpu_memory_utilization * b.capacity_bytes as f64;
     let non_torch = overhead::VLLM_NON_TORCH_BYTES;
     let pool = budget - weights - act - non_torch;
-    b.add("kv_cache", "KV cache pool (pre-allocated)", pool.max(needed_kv), Layer::Tensor);
-    b.add("workspace", "Non-torch memory (NCCL, cuBLAS)", non_torch, Layer::Process);
-    b.add("cuda_context", "CUDA context and kernels", overhead::TORCH_CONTEXT_BYTES * 0.5, Layer::Process);
+    b.add(
+        "kv_cache",
+        "KV cache pool (pre-allocated)",
+        pool.max(needed_kv),
+        Layer::Tensor,
+    );
+    b.add(
+        "workspace",
+        "Non-torch memory (NCCL, cuBLAS)",
+        non_torch,
+        Layer::Process,
+    );
+    b.add(
+        "cuda_context",
+        "CUDA context and kernels",
+        overhead::TORCH_CONTEXT_BYTES * 0.5,
+        Layer::Process,
+    );
     if pool < needed_kv {
         b.warn(format!(
             "vLLM's KV pool is {} but {} sequences of {} tokens need {}: raise gpu_memory_utilization or lower max_model_len",
@@ -92,14 +123,31 @@ fn llama_cpp(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, host: f
     let ctx = f64::from(r.batch) * f64::from(r.seq);
     let ub = f64::from(r.ubatch).min(ctx);
     let embd = f64::from(a.hidden);
-    let kq = if r.attention == Attention::Flash { 0.0 } else { ctx * (1.0 + f64::from(a.heads)) };
+    let kq = if r.attention == Attention::Flash {
+        0.0
+    } else {
+        ctx * (1.0 + f64::from(a.heads))
+    };
     let attn = 4.0 * ub * (1.0 + 4.0 * embd + kq);
     let out = 4.0 * ub * (embd + f64::from(a.vocab));
     // With several GPUs llama.cpp splits layers; each GPU keeps a full compute buffer.
     let _ = n;
-    b.add("activations", "Compute buffer", attn.max(out), Layer::Tensor);
-    b.add("cuda_context", "CUDA context and kernels", overhead::GGML_CONTEXT_BYTES, Layer::Process);
+    b.add(
+        "activations",
+        "Compute buffer",
+        attn.max(out),
+        Layer::Tensor,
+    );
+    b.add(
+        "cuda_context",
+        "CUDA context and kernels",
+        overhead::GGML_CONTEXT_BYTES,
+        Layer::Process,
+    );
     if host > 0.0 {
-        b.warn(format!("llama.cpp keeps the token embedding ({}) in system RAM", human(host as u64)));
+        b.warn(format!(
+            "llama.cpp keeps the token embedding ({}) in system RAM",
+            human(host as u64)
+        ));
     }
 }

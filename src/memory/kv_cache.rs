@@ -12,18 +12,31 @@ use super::options::Engine;
 /// caches the decompressed per-head K (nope+rope) and V.
 fn elements_per_token_layer(a: &ModelArch, engine: Engine) -> f64 {
     match (&a.mla, engine) {
-        (Some(m), Engine::Vllm | Engine::LlamaCpp) => f64::from(m.kv_lora_rank + m.qk_rope_head_dim),
-        (Some(m), _) => f64::from(a.heads) * f64::from(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim),
+        (Some(m), Engine::Vllm | Engine::LlamaCpp) => {
+            f64::from(m.kv_lora_rank + m.qk_rope_head_dim)
+        }
+        (Some(m), _) => {
+            f64::from(a.heads) * f64::from(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+        }
         (None, _) => 2.0 * a.kv_dim(),
     }
 }
 
 /// Tokens a layer keeps: a sliding-window layer never holds more than its window (llama.cpp's
 /// iSWA cache adds one ubatch of slack: `llama_kv_cache_iswa`, size_swa = window·n_seq + n_ubatch).
-fn tokens_per_layer(a: &ModelArch, layer: u32, tokens: f64, seqs: f64, engine: Engine, ubatch: u32) -> f64 {
-    let Some(w) = a.sliding_window else { return tokens };
+fn tokens_per_layer(
+    a: &ModelArch,
+    layer: u32,
+    tokens: f64,
+    seqs: f64,
+    engine: Engine,
+    ubatch: u32,
+) -> f64 {
+    let Some(w) = a.sliding_window else {
+        return tokens;
+    };
     let global = match a.global_every {
-        Some(n) if n > 0 => (layer + 1) % n == 0,
+        Some(n) if n > 0 => (layer + 1).is_multiple_of(n),
         _ => false,
     };
     if global {
@@ -37,7 +50,14 @@ fn tokens_per_layer(a: &ModelArch, layer: u32, tokens: f64, seqs: f64, engine: E
 }
 
 /// KV cache bytes for `seqs` sequences of `seq_len` tokens each (whole model, before any split).
-pub fn kv_cache_bytes(a: &ModelArch, seqs: u32, seq_len: u32, dtype: KvDtype, engine: Engine, ubatch: u32) -> f64 {
+pub fn kv_cache_bytes(
+    a: &ModelArch,
+    seqs: u32,
+    seq_len: u32,
+    dtype: KvDtype,
+    engine: Engine,
+    ubatch: u32,
+) -> f64 {
     let per = elements_per_token_layer(a, engine) * dtype.bytes();
     let tokens = f64::from(seqs) * f64::from(seq_len);
     (0..a.layers)
@@ -57,15 +77,24 @@ mod tests {
         // and 1024.00 MiB at 2048 (reference rows gt012, gt013).
         let mut a = llama31_8b();
         a.kv_heads = 32;
-        assert_eq!(kv_cache_bytes(&a, 1, 512, KvDtype::Fp16, Engine::LlamaCpp, 512) / MIB, 256.0);
-        assert_eq!(kv_cache_bytes(&a, 1, 2048, KvDtype::Fp16, Engine::LlamaCpp, 512) / MIB, 1024.0);
+        assert_eq!(
+            kv_cache_bytes(&a, 1, 512, KvDtype::Fp16, Engine::LlamaCpp, 512) / MIB,
+            256.0
+        );
+        assert_eq!(
+            kv_cache_bytes(&a, 1, 2048, KvDtype::Fp16, Engine::LlamaCpp, 512) / MIB,
+            1024.0
+        );
     }
 
     #[test]
     fn gqa_and_quantized_kv() {
         let a = llama31_8b();
         // 32 layers × 2 × 1024 × 2 B = 128 KiB per token.
-        assert_eq!(kv_cache_bytes(&a, 1, 8192, KvDtype::Fp16, Engine::Vllm, 512), 8192.0 * 131072.0);
+        assert_eq!(
+            kv_cache_bytes(&a, 1, 8192, KvDtype::Fp16, Engine::Vllm, 512),
+            8192.0 * 131072.0
+        );
         let q8 = kv_cache_bytes(&a, 1, 8192, KvDtype::Q8_0, Engine::LlamaCpp, 512);
         assert_eq!(q8, 8192.0 * 32.0 * 2048.0 * 34.0 / 32.0);
         let q4 = kv_cache_bytes(&a, 2, 4096, KvDtype::Q4_0, Engine::LlamaCpp, 512);

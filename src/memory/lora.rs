@@ -33,7 +33,13 @@ mod tests {
     fn llama_8b_rank_16_all_linear() {
         // PEFT prints 41,943,040 trainable parameters for Llama-3-8B, r=16, all linear layers:
         // 16 × 32 × [(4096+4096)+(4096+1024)·2+(4096+4096) + 3·(4096+14336)].
-        assert_eq!(lora_params(&llama31_8b(), 16, LoraTargets::AllLinear), 41_943_040.0);
-        assert_eq!(lora_params(&llama31_8b(), 8, LoraTargets::Qv), 8.0 * 32.0 * (8192.0 + 5120.0));
+        assert_eq!(
+            lora_params(&llama31_8b(), 16, LoraTargets::AllLinear),
+            41_943_040.0
+        );
+        assert_eq!(
+            lora_params(&llama31_8b(), 8, LoraTargets::Qv),
+            8.0 * 32.0 * (8192.0 + 5120.0)
+        );
     }
 }

@@ -30,6 +30,11 @@ pub fn estimate(w: &Workload) -> Breakdown {
         Task::Training => training::estimate(w),
         _ => inference::estimate(w),
     };
-    b.add("other_processes", "Other programs on the GPU", w.run.other_processes_bytes as f64, Layer::External);
+    b.add(
+        "other_processes",
+        "Other programs on the GPU",
+        w.run.other_processes_bytes as f64,
+        Layer::External,
+    );
     b
 }

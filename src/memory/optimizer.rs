@@ -43,7 +43,10 @@ mod tests {
 
     #[test]
     fn mixed_adamw_is_hf_anatomy_8_bytes() {
-        assert_eq!(state_bytes(Optimizer::AdamW, Precision::Bf16Mixed, 4096), 8.0);
+        assert_eq!(
+            state_bytes(Optimizer::AdamW, Precision::Bf16Mixed, 4096),
+            8.0
+        );
         assert_eq!(state_bytes(Optimizer::AdamW, Precision::Bf16, 4096), 4.0);
         assert!((state_bytes(Optimizer::AdamW8bit, Precision::Fp32, 4096) - 2.0).abs() < 0.01);
         assert_eq!(state_bytes(Optimizer::Sgd, Precision::Fp32, 4096), 4.0);

@@ -158,9 +158,15 @@ mod tests {
         for n in Engine::NAMES {
             assert_eq!(n.parse::<Engine>().unwrap().as_str(), *n);
         }
-        assert_eq!("Flash_Attention_2".parse::<Attention>().unwrap(), Attention::Flash);
+        assert_eq!(
+            "Flash_Attention_2".parse::<Attention>().unwrap(),
+            Attention::Flash
+        );
         let e = "adamx".parse::<Optimizer>().unwrap_err();
-        assert!(e.contains("run.optimizer") && e.contains("adamw, adamw-8bit"), "{e}");
+        assert!(
+            e.contains("run.optimizer") && e.contains("adamw, adamw-8bit"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -42,8 +42,18 @@ pub fn allocator_slack(persistent: f64, transient: f64) -> f64 {
 /// card while the live tensors still fit.
 pub fn add_torch_overheads(b: &mut Breakdown, slack: f64, context: f64, other: u64) {
     let left = b.capacity_bytes as f64 - b.peak.tensors_bytes as f64 - context - other as f64;
-    b.add("allocator_overhead", "Allocator cache and fragmentation", slack.min(left.max(0.0)), Layer::Allocator);
-    b.add("cuda_context", "CUDA context and kernels", context, Layer::Process);
+    b.add(
+        "allocator_overhead",
+        "Allocator cache and fragmentation",
+        slack.min(left.max(0.0)),
+        Layer::Allocator,
+    );
+    b.add(
+        "cuda_context",
+        "CUDA context and kernels",
+        context,
+        Layer::Process,
+    );
 }
 
 #[cfg(test)]

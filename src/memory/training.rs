@@ -50,31 +50,66 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let r = &w.run;
     let n = f64::from(w.gpu.count.max(1));
     let mut b = Breakdown::new(w.gpu.vram_bytes);
-    let elt = if r.precision == Precision::Fp32 { 4.0 } else { 2.0 };
+    let elt = if r.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
 
     let (weights, grads, states, temp, adapters) = match r.method {
         Method::Full => full_model_states(a, r, n),
         Method::Lora | Method::Qlora => adapter_model_states(a, r),
     };
     b.add("weights", "Model weights", weights, Layer::Tensor);
-    b.add("adapters", "LoRA adapters (weights, grads, optimizer)", adapters, Layer::Tensor);
+    b.add(
+        "adapters",
+        "LoRA adapters (weights, grads, optimizer)",
+        adapters,
+        Layer::Tensor,
+    );
     b.add("gradients", "Gradients", grads, Layer::Tensor);
-    b.add("optimizer_states", "Optimizer states", states, Layer::Tensor);
+    b.add(
+        "optimizer_states",
+        "Optimizer states",
+        states,
+        Layer::Tensor,
+    );
 
     let tokens = f64::from(r.batch) * f64::from(r.seq);
-    let acts = training_activations(a, tokens, f64::from(r.seq), elt, r.attention, r.checkpointing);
+    let acts = training_activations(
+        a,
+        tokens,
+        f64::from(r.seq),
+        elt,
+        r.attention,
+        r.checkpointing,
+    );
     let logits = match r.objective {
         Objective::CausalLm => tokens * f64::from(a.vocab) * LOGITS_BYTES_PER_VOCAB_TOKEN,
         Objective::Classification => 0.0,
     };
     // The step's temporaries and the backward activations never coexist.
-    let (acts, logits, temp) = if acts + logits >= temp { (acts, logits, 0.0) } else { (0.0, 0.0, temp) };
+    let (acts, logits, temp) = if acts + logits >= temp {
+        (acts, logits, 0.0)
+    } else {
+        (0.0, 0.0, temp)
+    };
     b.add("activations", "Activations", acts, Layer::Tensor);
     b.add("logits", "Logits and loss", logits, Layer::Tensor);
-    b.add("workspace", "Optimizer step temporaries", temp, Layer::Tensor);
+    b.add(
+        "workspace",
+        "Optimizer step temporaries",
+        temp,
+        Layer::Tensor,
+    );
 
     let slack = overhead::allocator_slack(weights, acts) + LOGITS_RESERVED_SLACK * logits;
-    overhead::add_torch_overheads(&mut b, slack, overhead::context_bytes(r.engine), r.other_processes_bytes);
+    overhead::add_torch_overheads(
+        &mut b,
+        slack,
+        overhead::context_bytes(r.engine),
+        r.other_processes_bytes,
+    );
     if r.zero_stage > 0 && w.gpu.count == 1 {
         b.warn("ZeRO partitions states across GPUs; with gpu.count = 1 it saves nothing");
     }
@@ -107,7 +142,11 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
         // `estimate_zero3_model_states_mem_needs`, largest_layer_memory = 4 × largest layer.
         let layer = p / f64::from(a.layers.max(1));
         let gathered = 4.0 * layer.max(a.embedding_params());
-        weights = if r.offload == Offload::OptimizerParams { gathered } else { weights + gathered };
+        weights = if r.offload == Offload::OptimizerParams {
+            gathered
+        } else {
+            weights + gathered
+        };
     }
     (weights, grads, st, tmp, 0.0)
 }
@@ -117,7 +156,10 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
 /// embeddings, head, norms — to fp32), plus fp32 adapters with their gradients and states.
 fn adapter_model_states(a: &ModelArch, r: &Run) -> (f64, f64, f64, f64, f64) {
     let mut base = weight_bytes(a, r.weights, r.engine).gpu;
-    if matches!(r.weights, WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Int8) {
+    if matches!(
+        r.weights,
+        WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Int8
+    ) {
         base += 2.0 * (a.embedding_params() + a.lm_head_params());
     }
     let lp = lora_params(a, r.lora_rank, r.lora_targets);
@@ -136,8 +178,13 @@ mod tests {
     use std::path::Path;
 
     fn est(run: &str) -> Breakdown {
-        let text = format!("[gpu]\nvram_gib = 80\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\n{run}");
-        let w = WorkloadFile::parse(&text, "t").unwrap().resolve(Path::new("."), None).unwrap();
+        let text = format!(
+            "[gpu]\nvram_gib = 80\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\n{run}"
+        );
+        let w = WorkloadFile::parse(&text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap();
         estimate(&w)
     }
 
@@ -153,7 +200,10 @@ mod tests {
     fn zero3_divides_model_states() {
         let one = est("precision = \"bf16-mixed\"\nseq = 16\n");
         let text = "[gpu]\nvram_gib = 80\ncount = 8\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nprecision = \"bf16-mixed\"\nseq = 16\nzero_stage = 3\n";
-        let w = WorkloadFile::parse(text, "t").unwrap().resolve(Path::new("."), None).unwrap();
+        let w = WorkloadFile::parse(text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap();
         let z3 = estimate(&w);
         // ZeRO paper: (2 + 2 + 12)Ψ / N_d, plus the gathered layer.
         let p = 8_030_261_248.0;
@@ -164,8 +214,11 @@ mod tests {
 
     #[test]
     fn qlora_is_far_below_full() {
-        let q = est("method = \"qlora\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n");
-        let f = est("method = \"full\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n");
+        let q = est(
+            "method = \"qlora\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n",
+        );
+        let f =
+            est("method = \"full\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n");
         assert!(q.get("weights") as f64 > 5.0 * GIB && (q.get("weights") as f64) < 9.0 * GIB);
         assert!(q.peak.tensors_bytes * 4 < f.peak.tensors_bytes);
         assert!(q.get("adapters") > 0);
@@ -173,7 +226,12 @@ mod tests {
 
     #[test]
     fn logits_are_vocab_times_tokens() {
-        let b = est("method = \"lora\"\nseq = 1024\nbatch = 2\nattention = \"flash\"\ncheckpointing = \"full\"\n");
-        assert_eq!(b.get("logits") as f64, 2048.0 * 128_256.0 * LOGITS_BYTES_PER_VOCAB_TOKEN);
+        let b = est(
+            "method = \"lora\"\nseq = 1024\nbatch = 2\nattention = \"flash\"\ncheckpointing = \"full\"\n",
+        );
+        assert_eq!(
+            b.get("logits") as f64,
+            2048.0 * 128_256.0 * LOGITS_BYTES_PER_VOCAB_TOKEN
+        );
     }
 }

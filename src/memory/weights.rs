@@ -51,11 +51,15 @@ fn block_bytes_per_param(f: WeightFormat, a: &ModelArch) -> f64 {
 /// Weight bytes of `a` stored as `f` and run by `engine`.
 pub fn weight_bytes(a: &ModelArch, f: WeightFormat, engine: Engine) -> WeightBytes {
     match f {
-        WeightFormat::Fp32 | WeightFormat::Fp16 | WeightFormat::Bf16 => {
-            WeightBytes { gpu: a.params * block_bytes_per_param(f, a), host: 0.0 }
-        }
+        WeightFormat::Fp32 | WeightFormat::Fp16 | WeightFormat::Bf16 => WeightBytes {
+            gpu: a.params * block_bytes_per_param(f, a),
+            host: 0.0,
+        },
         WeightFormat::Gguf(t) => gguf_bytes(a, t.mix(), engine),
-        _ => WeightBytes { gpu: a.block_params() * block_bytes_per_param(f, a) + sixteen_bit_ends(a), host: 0.0 },
+        _ => WeightBytes {
+            gpu: a.block_params() * block_bytes_per_param(f, a) + sixteen_bit_ends(a),
+            host: 0.0,
+        },
     }
 }
 
@@ -70,8 +74,11 @@ fn gguf_bytes(a: &ModelArch, mix: super::dtype::GgufMix, engine: Engine) -> Weig
     let norms = f64::from(2 * a.layers + 1) * f64::from(a.hidden);
     let rest = (a.block_params() - v - down - norms).max(0.0);
     let blocks = rest * mix.base.bytes_per_weight()
-        + v * (more * mix.attn_v.0.bytes_per_weight() + (1.0 - more) * mix.attn_v.1.bytes_per_weight())
-        + down * (more * mix.ffn_down.0.bytes_per_weight() + (1.0 - more) * mix.ffn_down.1.bytes_per_weight())
+        + v * (more * mix.attn_v.0.bytes_per_weight()
+            + (1.0 - more) * mix.attn_v.1.bytes_per_weight())
+        + down
+            * (more * mix.ffn_down.0.bytes_per_weight()
+                + (1.0 - more) * mix.ffn_down.1.bytes_per_weight())
         + norms * GgmlType::F32.bytes_per_weight();
     let embd = a.embedding_params() * mix.base.bytes_per_weight();
     // A tied model has no `output` tensor; llama.cpp duplicates token_embd onto the GPU for it.
@@ -79,7 +86,10 @@ fn gguf_bytes(a: &ModelArch, mix: super::dtype::GgufMix, engine: Engine) -> Weig
     let gpu = blocks + output;
     match engine {
         Engine::LlamaCpp => WeightBytes { gpu, host: embd },
-        _ => WeightBytes { gpu: gpu + embd, host: 0.0 },
+        _ => WeightBytes {
+            gpu: gpu + embd,
+            host: 0.0,
+        },
     }
 }
 
@@ -127,15 +137,24 @@ mod tests {
         ];
         for (t, logged) in cases {
             let got = mib(WeightFormat::Gguf(t));
-            assert!((got - logged).abs() / logged < 0.002, "{t:?}: {got:.2} MiB vs {logged}");
+            assert!(
+                (got - logged).abs() / logged < 0.002,
+                "{t:?}: {got:.2} MiB vs {logged}"
+            );
         }
     }
 
     #[test]
     fn sixteen_bit_is_params_times_two() {
         let a = open_llama_7b();
-        assert_eq!(weight_bytes(&a, WeightFormat::Bf16, Engine::Transformers).gpu, a.params * 2.0);
-        assert_eq!(weight_bytes(&a, WeightFormat::Fp32, Engine::Transformers).gpu, a.params * 4.0);
+        assert_eq!(
+            weight_bytes(&a, WeightFormat::Bf16, Engine::Transformers).gpu,
+            a.params * 2.0
+        );
+        assert_eq!(
+            weight_bytes(&a, WeightFormat::Fp32, Engine::Transformers).gpu,
+            a.params * 4.0
+        );
     }
 
     #[test]

@@ -141,9 +141,13 @@ impl WorkloadFile {
         let shown = path.display();
         let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
         if meta.len() > MAX {
-            return Err(format!("{shown}: {} bytes is too large for a workload file (max 1 MiB)", meta.len()));
+            return Err(format!(
+                "{shown}: {} bytes is too large for a workload file (max 1 MiB)",
+                meta.len()
+            ));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read as UTF-8 text: {e}"))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{shown}: cannot read as UTF-8 text: {e}"))?;
         Self::parse(&text, &shown.to_string())
     }
 
@@ -165,7 +169,14 @@ pub struct GpuTarget {
 
 impl GpuTarget {
     pub fn from_preset(g: &Gpu, count: u32) -> Self {
-        GpuTarget { name: g.name.clone(), vram_bytes: g.vram_bytes(), count, vendor: g.vendor, bf16: g.bf16, fp8: g.fp8 }
+        GpuTarget {
+            name: g.name.clone(),
+            vram_bytes: g.vram_bytes(),
+            count,
+            vendor: g.vendor,
+            bf16: g.bf16,
+            fp8: g.fp8,
+        }
     }
 }
 
@@ -239,7 +250,9 @@ fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Resu
     match v {
         None => Ok(default),
         Some(x) if x >= min && x <= max => Ok(x as u32),
-        Some(x) => Err(format!("{field} = {x} is out of range; allowed {min}..={max}")),
+        Some(x) => Err(format!(
+            "{field} = {x} is out of range; allowed {min}..={max}"
+        )),
     }
 }
 
@@ -250,7 +263,12 @@ impl WorkloadFile {
         let gpu = self.gpu.resolve()?;
         let (model_name, model) = self.model.resolve(base, loader)?;
         let run = self.run.resolve(&model)?;
-        Ok(Workload { gpu, model_name, model, run })
+        Ok(Workload {
+            gpu,
+            model_name,
+            model,
+            run,
+        })
     }
 }
 
@@ -260,23 +278,27 @@ impl GpuSection {
     pub fn resolve(&self) -> Result<GpuTarget, String> {
         let cat = Catalog::get();
         let count = int_in("gpu.count", self.count.map(i64::from), 1, 1, 1024)?;
-        let gpu = match (&self.preset, self.vram_gib) {
-            (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
-            (Some(p), Some(v)) => {
-                let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
-                g.vram_bytes = check_vram(v)?;
-                g
-            }
-            (None, Some(v)) => GpuTarget {
-                name: format!("{v} GiB GPU"),
-                vram_bytes: check_vram(v)?,
-                count,
-                vendor: Vendor::Nvidia,
-                bf16: true,
-                fp8: false,
-            },
-            (None, None) => return Err("gpu: give gpu.preset (see `vram-doctor presets list gpus`) or gpu.vram_gib".into()),
-        };
+        let gpu =
+            match (&self.preset, self.vram_gib) {
+                (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
+                (Some(p), Some(v)) => {
+                    let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
+                    g.vram_bytes = check_vram(v)?;
+                    g
+                }
+                (None, Some(v)) => GpuTarget {
+                    name: format!("{v} GiB GPU"),
+                    vram_bytes: check_vram(v)?,
+                    count,
+                    vendor: Vendor::Nvidia,
+                    bf16: true,
+                    fp8: false,
+                },
+                (None, None) => return Err(
+                    "gpu: give gpu.preset (see `vram-doctor presets list gpus`) or gpu.vram_gib"
+                        .into(),
+                ),
+            };
         Ok(gpu)
     }
 }
@@ -285,13 +307,23 @@ fn check_vram(v: f64) -> Result<u64, String> {
     if v.is_finite() && v > 0.0 && v <= 4096.0 {
         Ok(crate::units::gib_to_bytes(v))
     } else {
-        Err(format!("gpu.vram_gib = {v} is out of range; allowed more than 0 and at most 4096"))
+        Err(format!(
+            "gpu.vram_gib = {v} is out of range; allowed more than 0 and at most 4096"
+        ))
     }
 }
 
 impl ModelSection {
-    fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<(String, ModelArch), String> {
-        let sources = [self.preset.is_some(), self.hf_config.is_some(), self.file.is_some()];
+    fn resolve(
+        &self,
+        base: &Path,
+        loader: Option<ModelLoader>,
+    ) -> Result<(String, ModelArch), String> {
+        let sources = [
+            self.preset.is_some(),
+            self.hf_config.is_some(),
+            self.file.is_some(),
+        ];
         if sources.iter().filter(|s| **s).count() > 1 {
             return Err("model: give only one of model.preset, model.hf_config, model.file".into());
         }
@@ -299,19 +331,30 @@ impl ModelSection {
             let m = Catalog::get().model(p)?;
             (m.name.clone(), m.arch.clone())
         } else if let Some(path) = self.hf_config.as_ref().or(self.file.as_ref()) {
-            let load = loader.ok_or("model: importing model files is not available in this build")?;
+            let load =
+                loader.ok_or("model: importing model files is not available in this build")?;
             load(&base.join(path))?
         } else {
-            let need = |f: &str, v: Option<u32>| v.ok_or_else(|| format!("model.{f} is missing: give model.preset, a file, or the whole architecture"));
+            let need = |f: &str, v: Option<u32>| {
+                v.ok_or_else(|| {
+                    format!(
+                        "model.{f} is missing: give model.preset, a file, or the whole architecture"
+                    )
+                })
+            };
             let heads = need("heads", self.heads)?;
             let hidden = need("hidden", self.hidden)?;
             let arch = ModelArch {
-                params: self.params.ok_or("model.params is missing: give model.preset, a file, or the whole architecture")?,
+                params: self.params.ok_or(
+                    "model.params is missing: give model.preset, a file, or the whole architecture",
+                )?,
                 layers: need("layers", self.layers)?,
                 hidden,
                 heads,
                 kv_heads: self.kv_heads.unwrap_or(heads),
-                head_dim: self.head_dim.unwrap_or(if heads > 0 { hidden / heads } else { 0 }),
+                head_dim: self
+                    .head_dim
+                    .unwrap_or(hidden.checked_div(heads).unwrap_or(0)),
                 intermediate: self.intermediate.unwrap_or(hidden.saturating_mul(4)),
                 vocab: need("vocab", self.vocab)?,
                 mlp: Default::default(),
@@ -326,7 +369,17 @@ impl ModelSection {
         };
         // Explicit fields override a preset or file.
         macro_rules! over { ($($f:ident),*) => { $(if let Some(v) = self.$f { arch.$f = v; })* } }
-        over!(params, layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, tied_embeddings);
+        over!(
+            params,
+            layers,
+            hidden,
+            heads,
+            kv_heads,
+            head_dim,
+            intermediate,
+            vocab,
+            tied_embeddings
+        );
         if self.max_context.is_some() {
             arch.max_context = self.max_context;
         }
@@ -348,38 +401,70 @@ impl RunSection {
         let method = self.method.unwrap_or(d.method);
         let weights = match &self.weights {
             Some(w) => w.parse::<WeightFormat>().map_err(|_| {
-                format!("run.weights = '{w}' is not allowed; use one of: {}", super::dtype::WEIGHT_NAMES.join(", "))
+                format!(
+                    "run.weights = '{w}' is not allowed; use one of: {}",
+                    super::dtype::WEIGHT_NAMES.join(", ")
+                )
             })?,
             None if method == Method::Qlora => WeightFormat::Nf4,
             None => d.weights,
         };
         let kv_cache = match &self.kv_cache {
             Some(k) => k.parse::<KvDtype>().map_err(|_| {
-                format!("run.kv_cache = '{k}' is not allowed; use one of: {}", super::dtype::KV_NAMES.join(", "))
+                format!(
+                    "run.kv_cache = '{k}' is not allowed; use one of: {}",
+                    super::dtype::KV_NAMES.join(", ")
+                )
             })?,
             None => d.kv_cache,
         };
-        let engine = self.engine.unwrap_or(if weights.is_gguf() { Engine::LlamaCpp } else { d.engine });
+        let engine = self.engine.unwrap_or(if weights.is_gguf() {
+            Engine::LlamaCpp
+        } else {
+            d.engine
+        });
         let default_seq = if task == Task::Training { 2048 } else { d.seq };
         let seq = int_in("run.seq", self.seq, default_seq, 1, 10_000_000)?;
         if let Some(max) = model.max_context
             && seq > max
         {
-            return Err(format!("run.seq = {seq} is longer than the model supports (max_context {max}); lower run.seq"));
+            return Err(format!(
+                "run.seq = {seq} is longer than the model supports (max_context {max}); lower run.seq"
+            ));
         }
-        let util = self.gpu_memory_utilization.unwrap_or(d.gpu_memory_utilization);
+        let util = self
+            .gpu_memory_utilization
+            .unwrap_or(d.gpu_memory_utilization);
         if !(util > 0.0 && util <= 1.0) {
-            return Err(format!("run.gpu_memory_utilization = {util} is out of range; allowed more than 0 and at most 1"));
+            return Err(format!(
+                "run.gpu_memory_utilization = {util} is out of range; allowed more than 0 and at most 1"
+            ));
         }
         let other = self.other_processes_gib.unwrap_or(0.0);
         if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
-            return Err(format!("run.other_processes_gib = {other} is out of range; allowed 0..=4096"));
+            return Err(format!(
+                "run.other_processes_gib = {other} is out of range; allowed 0..=4096"
+            ));
         }
-        if method == Method::Qlora && !matches!(weights, WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Gptq4 | WeightFormat::Gptq8 | WeightFormat::Awq4 | WeightFormat::Int8) {
-            return Err(format!("run.method = 'qlora' needs a quantized base (run.weights nf4, int8, gptq-4bit …), not '{weights}'"));
+        if method == Method::Qlora
+            && !matches!(
+                weights,
+                WeightFormat::Nf4
+                    | WeightFormat::Fp4
+                    | WeightFormat::Gptq4
+                    | WeightFormat::Gptq8
+                    | WeightFormat::Awq4
+                    | WeightFormat::Int8
+            )
+        {
+            return Err(format!(
+                "run.method = 'qlora' needs a quantized base (run.weights nf4, int8, gptq-4bit …), not '{weights}'"
+            ));
         }
         if task == Task::Training && method == Method::Full && weights.is_quantized() {
-            return Err(format!("run.weights = '{weights}' cannot be fully fine-tuned; use run.method = 'qlora' or 16-bit weights"));
+            return Err(format!(
+                "run.weights = '{weights}' cannot be fully fine-tuned; use run.method = 'qlora' or 16-bit weights"
+            ));
         }
         Ok(Run {
             task,
@@ -397,7 +482,13 @@ impl RunSection {
             checkpointing: self.checkpointing.unwrap_or(d.checkpointing),
             lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
             lora_targets: self.lora_targets.unwrap_or(d.lora_targets),
-            grad_accum: int_in("run.grad_accum", self.grad_accum, d.grad_accum, 1, 1_000_000)?,
+            grad_accum: int_in(
+                "run.grad_accum",
+                self.grad_accum,
+                d.grad_accum,
+                1,
+                1_000_000,
+            )?,
             zero_stage: int_in("run.zero_stage", self.zero_stage, d.zero_stage, 0, 3)?,
             offload: self.offload.unwrap_or(d.offload),
             gpu_memory_utilization: util,
@@ -422,19 +513,33 @@ mod tests {
         )
         .unwrap();
         assert_eq!(w.gpu.vram_bytes, 24 << 30);
-        assert_eq!(w.run.engine, Engine::LlamaCpp, "GGUF weights imply llama.cpp");
+        assert_eq!(
+            w.run.engine,
+            Engine::LlamaCpp,
+            "GGUF weights imply llama.cpp"
+        );
         assert_eq!(w.run.batch, 2);
     }
 
     #[test]
     fn errors_name_the_field() {
-        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbatch = 0\n").unwrap_err();
+        let e =
+            resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbatch = 0\n")
+                .unwrap_err();
         assert!(e.contains("run.batch"), "{e}");
-        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbach = 2\n").unwrap_err();
+        let e =
+            resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbach = 2\n")
+                .unwrap_err();
         assert!(e.contains("bach") && e.contains("line 6"), "{e}");
-        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 200000\n").unwrap_err();
+        let e = resolve(
+            "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 200000\n",
+        )
+        .unwrap_err();
         assert!(e.contains("max_context"), "{e}");
-        let e = resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nengine = \"tgi\"\n").unwrap_err();
+        let e = resolve(
+            "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nengine = \"tgi\"\n",
+        )
+        .unwrap_err();
         assert!(e.contains("run.engine") && e.contains("vllm"), "{e}");
         let e = resolve("[gpu]\nvram_gib = -3\n[model]\npreset = \"llama-3.1-8b\"\n").unwrap_err();
         assert!(e.contains("gpu.vram_gib"), "{e}");

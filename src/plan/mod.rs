@@ -1,5 +1,133 @@
 //! Planning: strategies that change a workload, their cost, and the search for the cheapest
-//! plan that fits.
+//! plan that fits; the JSON result of `vram-doctor plan`.
 
 pub mod diffusion;
 pub mod game;
+pub mod search;
+pub mod strategy;
+
+use crate::memory::{self, Breakdown, Component, Peak, Workload};
+use crate::units::human;
+use serde::{Deserialize, Serialize};
+pub use strategy::{Risk, Strategy};
+
+/// The recommended plan (DESIGN.md `plan` object).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Human-readable changes, cheapest plan first; empty when the workload fits as it is.
+    pub strategies: Vec<String>,
+    /// Throughput relative to the workload as given.
+    pub speed_factor: f64,
+    pub quality_note: String,
+    /// Whether the plan fits the card with the safety margin.
+    pub fits: bool,
+    /// Peak per GPU after the plan.
+    pub process_bytes: u64,
+    /// Largest batch and longest sequence that fit as the workload stands.
+    pub max_batch: Option<u32>,
+    pub max_seq: Option<u32>,
+    /// Why this plan.
+    pub why: String,
+    /// The strategies as data, for the GUI and exports.
+    pub changes: Vec<Strategy>,
+}
+
+/// The JSON result of `vram-doctor plan` (DESIGN.md "JSON result").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanResult {
+    pub capacity_bytes: u64,
+    pub fits: bool,
+    pub peak: Peak,
+    pub components: Vec<Component>,
+    pub warnings: Vec<String>,
+    pub plan: Plan,
+}
+
+/// Estimates a workload and plans how to make it fit.
+pub fn plan(w: &Workload) -> (Breakdown, Plan) {
+    let b = memory::estimate(w);
+    let max_batch = search::max_batch(w);
+    let max_seq = search::max_seq(w);
+    let mut p = Plan {
+        speed_factor: 1.0,
+        max_batch,
+        max_seq,
+        ..Default::default()
+    };
+    let (biggest_id, biggest) = b
+        .components
+        .iter()
+        .max_by_key(|c| c.bytes)
+        .map(|c| (c.label.to_lowercase(), c.bytes))
+        .unwrap_or_default();
+    if search::fits_with_margin(&b) {
+        p.fits = true;
+        p.process_bytes = b.peak.process_bytes;
+        p.quality_note = "unchanged".into();
+        p.why = format!(
+            "fits as it is: {} of {} with {} free; the largest part is {} ({})",
+            human(b.required_bytes()),
+            human(b.capacity_bytes),
+            human(b.headroom_bytes().max(0) as u64),
+            biggest_id,
+            human(biggest)
+        );
+        return (b, p);
+    }
+    match search::cheapest_fit(w) {
+        Some((c, after)) => {
+            p.fits = true;
+            p.strategies = c.strategies.iter().map(Strategy::describe).collect();
+            p.speed_factor = c.speed_factor;
+            p.process_bytes = after.peak.process_bytes;
+            let worst = c
+                .strategies
+                .iter()
+                .map(Strategy::risk)
+                .max()
+                .unwrap_or(Risk::None);
+            p.quality_note = match worst {
+                Risk::None => "no quality change".into(),
+                Risk::Low => "small quality risk (8-bit or adapter training)".into(),
+                Risk::Medium => {
+                    "noticeable trade-off: check quality or capability on your task".into()
+                }
+                Risk::High => "large quality loss likely".into(),
+            };
+            p.why = format!(
+                "needs {} of {}; {} is the largest part ({}). Cheapest change that leaves {:.0}% free: {} → {} at {:.2}× speed",
+                human(b.required_bytes()),
+                human(b.capacity_bytes),
+                biggest_id,
+                human(biggest),
+                100.0 * search::SAFETY_MARGIN,
+                p.strategies.join(" + "),
+                human(after.required_bytes()),
+                c.speed_factor
+            );
+            p.changes = c.strategies;
+        }
+        None => {
+            p.quality_note = "no plan found".into();
+            p.why = format!(
+                "needs {} of {}; no combination of the strategies fits — use a GPU with more memory, more GPUs, or a smaller model",
+                human(b.required_bytes()),
+                human(b.capacity_bytes)
+            );
+        }
+    }
+    (b, p)
+}
+
+/// The whole JSON result for a workload.
+pub fn plan_result(w: &Workload) -> PlanResult {
+    let (b, plan) = plan(w);
+    PlanResult {
+        capacity_bytes: b.capacity_bytes,
+        fits: b.fits(),
+        peak: b.peak,
+        warnings: b.warnings.clone(),
+        components: b.components,
+        plan,
+    }
+}

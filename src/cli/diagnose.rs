@@ -1,0 +1,295 @@
+//! `vram-doctor diagnose`: read an error message (stdin or `--file`), classify it, walk the
+//! wizard as far as the evidence goes, and print the causes and fixes (or `--json`);
+//! `--interactive` asks the remaining questions in the terminal, `--answers 2,1` scripts them.
+
+use crate::doctor::diagnosis::{Diagnosis, causes_for, diagnose, evidence_line};
+use crate::doctor::reading::{MAX_INPUT_BYTES, Reading, read};
+use crate::doctor::wizard::AnsweredStep;
+use crate::doctor::{Context, Knowledge, Platform, View, WizardState};
+use crate::units::human;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Read the error text from this file instead of stdin.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Ask the questions the message cannot answer, in the terminal (stdin is then for answers).
+    #[arg(long, visible_alias = "wizard")]
+    pub interactive: bool,
+    /// Answer the wizard's questions in order, by number (e.g. `--answers 1,3,2`).
+    #[arg(long, value_delimiter = ',')]
+    pub answers: Vec<usize>,
+    /// Start at a tree instead of the first question: start, oom, llm, comfyui, games, shared_memory.
+    #[arg(long)]
+    pub tree: Option<String>,
+    /// The system the error happened on (answers the wizard's "which system?").
+    #[arg(long, value_enum)]
+    pub os: Option<OsArg>,
+    /// Language of the texts.
+    #[arg(long, default_value = "en")]
+    pub lang: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OsArg {
+    Windows,
+    Linux,
+    Macos,
+}
+
+impl From<OsArg> for Platform {
+    fn from(o: OsArg) -> Platform {
+        match o {
+            OsArg::Windows => Platform::Windows,
+            OsArg::Linux => Platform::Linux,
+            OsArg::Macos => Platform::Macos,
+        }
+    }
+}
+
+/// What `--json` prints.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    reading: Option<&'a Reading>,
+    evidence: Vec<String>,
+    path: Vec<AnsweredStep>,
+    stop: View,
+    /// At a question: what the evidence alone points at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnosis: Option<Diagnosis>,
+}
+
+/// Longest answer line read in interactive mode.
+const MAX_ANSWER_LINE: u64 = 1024;
+
+pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
+    let kb = Knowledge::get();
+    if !kb.languages.contains(&a.lang) {
+        return Err(format!(
+            "--lang {}: not shipped; choose one of {}",
+            a.lang,
+            kb.languages.join(", ")
+        ));
+    }
+    let entry = match &a.tree {
+        Some(t) => kb.tree(t).map(|t| t.entry.clone()).ok_or_else(|| {
+            let ids: Vec<&str> = kb.trees.iter().map(|t| t.id.as_str()).collect();
+            format!("--tree {t}: unknown tree; choose one of {}", ids.join(", "))
+        })?,
+        None => kb.root.clone(),
+    };
+    let stdin = std::io::stdin();
+    // With wizard flags the message is optional; stdin then carries it only when piped in
+    // (and never with --interactive, whose answers come from stdin).
+    let wizard = a.interactive || !a.answers.is_empty() || a.tree.is_some();
+    let text = match &a.file {
+        Some(path) => {
+            let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            read_bounded(f).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None if a.interactive || (wizard && stdin.is_terminal()) => String::new(),
+        None => read_bounded(stdin.lock()).map_err(|e| format!("stdin: {e}"))?,
+    };
+    let reading = if text.trim().is_empty() {
+        if !wizard {
+            return Err(
+                "no error text given: pipe it in, use --file FILE, or run with --interactive"
+                    .into(),
+            );
+        }
+        None
+    } else {
+        Some(read(&text, kb, None)?)
+    };
+    if reading.as_ref().is_some_and(|r| !r.recognised()) && !wizard {
+        return Err(
+            "no known out-of-memory or GPU error message found in the text; \
+                    run `vram-doctor diagnose --interactive` to answer questions instead"
+                .into(),
+        );
+    }
+    let ctx = Context {
+        platform: a.os.map(Platform::from),
+        ..Context::default()
+    };
+    let observations = ctx.observations(reading.as_ref());
+    let mut state = WizardState::start(kb, &entry, observations)?;
+    for (i, n) in a.answers.iter().enumerate() {
+        let index = n.checked_sub(1).ok_or("--answers counts from 1")?;
+        state
+            .answer(kb, index)
+            .map_err(|e| format!("--answers, answer {} ({n}): {e}", i + 1))?;
+    }
+    if a.interactive {
+        interactive(kb, &mut state, &a.lang, &mut stdin.lock().take(u64::MAX))?;
+    }
+    let view = state.view(kb, &a.lang)?;
+    // At a question, what the evidence alone points at; a result carries its own diagnosis.
+    let diagnosis = matches!(view, View::Question { .. }).then(|| {
+        let causes = causes_for(kb, &state.observations);
+        diagnose(kb, &causes, &state.observations, &a.lang)
+    });
+    let report = Report {
+        reading: reading.as_ref(),
+        evidence: state
+            .observations
+            .iter()
+            .map(|o| evidence_line(kb, o, &a.lang))
+            .collect(),
+        path: state.history(kb, &a.lang),
+        stop: view,
+        diagnosis,
+    };
+    let out = if a.json {
+        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
+    } else {
+        render(&report)
+    };
+    std::io::stdout()
+        .write_all(out.as_bytes())
+        .map_err(|e| format!("stdout: {e}"))
+}
+
+/// Reads at most `MAX_INPUT_BYTES`; more is refused rather than truncated silently.
+fn read_bounded(src: impl Read) -> Result<String, String> {
+    let mut buf = Vec::new();
+    src.take(MAX_INPUT_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| e.to_string())?;
+    if buf.len() > MAX_INPUT_BYTES {
+        return Err(format!(
+            "more than {} of text; paste only the error and the lines around it",
+            human(MAX_INPUT_BYTES as u64)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Asks until a result, end of input, or `q`. `b` goes back one answer.
+fn interactive(
+    kb: &Knowledge,
+    state: &mut WizardState,
+    lang: &str,
+    input: &mut impl BufRead,
+) -> Result<(), String> {
+    let mut err = std::io::stderr();
+    loop {
+        let View::Question { text, options, .. } = state.view(kb, lang)? else {
+            return Ok(());
+        };
+        let mut prompt = format!("\n{text}\n");
+        for (i, o) in options.iter().enumerate() {
+            prompt += &format!("  {}) {o}\n", i + 1);
+        }
+        prompt += &format!("answer 1-{}, b = back, q = quit: ", options.len());
+        let _ = err.write_all(prompt.as_bytes());
+        let mut line = String::new();
+        let n = input
+            .take(MAX_ANSWER_LINE)
+            .read_line(&mut line)
+            .map_err(|e| format!("stdin: {e}"))?;
+        match line.trim() {
+            _ if n == 0 => return Ok(()),
+            "q" => return Ok(()),
+            "b" => state.back(),
+            s => match s.parse::<usize>() {
+                Ok(k) if k >= 1 => {
+                    if let Err(e) = state.answer(kb, k - 1) {
+                        let _ = writeln!(err, "{e}");
+                    }
+                }
+                _ => {
+                    let _ = writeln!(
+                        err,
+                        "'{s}' is not an answer; type a number from 1 to {}",
+                        options.len()
+                    );
+                }
+            },
+        }
+    }
+}
+
+fn render(r: &Report) -> String {
+    let mut s = String::new();
+    if let Some(c) = r.reading.and_then(|rd| rd.classification.as_ref()) {
+        let names: Vec<String> = c
+            .classes
+            .iter()
+            .map(|k| {
+                serde_json::to_value(k)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            })
+            .collect();
+        s += &format!("Classification: {}\n", names.join(", "));
+    }
+    if !r.evidence.is_empty() {
+        s += "Evidence:\n";
+        for e in &r.evidence {
+            s += &format!("  - {e}\n");
+        }
+    }
+    if !r.path.is_empty() {
+        s += "Wizard:\n";
+        for p in &r.path {
+            let why = p
+                .because
+                .as_deref()
+                .map(|e| format!("   (seen: {e})"))
+                .unwrap_or_default();
+            s += &format!("  {} → {}{why}\n", p.question, p.answer);
+        }
+    }
+    let diagnosis = match &r.stop {
+        View::Result {
+            text, diagnosis, ..
+        } => {
+            s += &format!("Result: {text}\n");
+            Some(diagnosis)
+        }
+        View::Question { text, options, .. } => {
+            s += &format!("Next question (answer with --interactive or --answers N): {text}\n");
+            for (i, o) in options.iter().enumerate() {
+                s += &format!("  {}) {o}\n", i + 1);
+            }
+            r.diagnosis.as_ref()
+        }
+    };
+    let Some(d) = diagnosis else { return s };
+    if !d.causes.is_empty() {
+        s += "\nLikely causes:\n";
+        for (i, c) in d.causes.iter().enumerate() {
+            s += &format!("  {}. {}\n     {}\n", i + 1, c.title, c.why);
+            for e in &c.evidence {
+                s += &format!("     seen: {e}\n");
+            }
+        }
+    }
+    if !d.fixes.is_empty() {
+        s += "\nFixes, cheapest first:\n";
+        for f in &d.fixes {
+            let cost = serde_json::to_value(f.cost)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            s += &format!("  [{cost}] {}\n", f.text);
+            if let Some(c) = &f.copy {
+                s += &format!("         copy: {c}\n");
+            }
+            if let Some(p) = &f.planner {
+                let fields: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                s += &format!("         planner: {}\n", fields.join(" "));
+            }
+        }
+    }
+    s
+}

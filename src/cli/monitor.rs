@@ -1,0 +1,293 @@
+//! `vram-doctor monitor`: a compact live view of every GPU, or one snapshot for scripts
+//! (`--once --json`), with recording, replay and a demo source. Thin: sources, history,
+//! detectors and recording live in `telemetry`.
+
+use crate::telemetry::demo::DemoSource;
+use crate::telemetry::detect::{Alert, Detectors};
+use crate::telemetry::history::History;
+use crate::telemetry::nvml::NvmlSource;
+use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
+use crate::telemetry::replay::ReplaySource;
+use crate::telemetry::{
+    GpuSample, GpuStatus, ProcessKind, Sampler, Snapshot, Source, SourceKind, SourceState, detect,
+};
+use crate::units::human;
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit status when there is no GPU to monitor (not bad input: the flags were fine).
+pub const EXIT_NO_GPU: u8 = 1;
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Seconds between samples, 0.1 to 3600 [default: 1; a replay runs as fast as it prints].
+    #[arg(long, value_parser = parse_interval)]
+    pub interval: Option<f64>,
+    /// Print one snapshot and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Print JSON Lines (one snapshot per line) instead of the table; alerts go to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many samples.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Also record every snapshot to FILE (`.csv` for CSV, anything else for JSON Lines).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Replay a recording made with --record instead of reading a GPU.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "nvml_lib"])]
+    pub replay: Option<PathBuf>,
+    /// Show synthetic demo data (for machines without a supported GPU).
+    #[arg(long, conflicts_with = "nvml_lib")]
+    pub demo: bool,
+    /// Seed of the demo data.
+    #[arg(long, default_value_t = 1, requires = "demo")]
+    pub seed: u64,
+    /// Load this NVML library instead of the system's (also: VRAM_DOCTOR_NVML_LIB).
+    #[arg(long, value_name = "PATH")]
+    pub nvml_lib: Option<PathBuf>,
+}
+
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if (0.1..=3600.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 0.1 to 3600 seconds"))
+    }
+}
+
+pub fn run(a: &MonitorArgs) -> ExitCode {
+    match run_inner(a) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(super::EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn no_gpu(state: &SourceState) -> ExitCode {
+    let mut msg = state.message();
+    if !msg.contains("--demo") {
+        msg.push_str("; try `vram-doctor monitor --demo` to see how the monitor works");
+    }
+    eprintln!("error: no GPU to monitor: {msg}");
+    ExitCode::from(EXIT_NO_GPU)
+}
+
+fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, String> {
+    if let Some(path) = &a.replay {
+        return Ok(Ok(Box::new(ReplaySource::open(path)?)));
+    }
+    if a.demo {
+        return Ok(Ok(Box::new(DemoSource::new(a.seed))));
+    }
+    if let Some(lib) = &a.nvml_lib {
+        let mut s = NvmlSource::new(Some(lib.clone()));
+        let first = s.sample();
+        return Ok(if first.gpus.is_empty() {
+            Err(if first.state.is_ok() {
+                SourceState::NoGpu
+            } else {
+                first.state
+            })
+        } else {
+            Ok(Box::new(s))
+        });
+    }
+    Ok(detect())
+}
+
+fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
+    let mut recorder = a
+        .record
+        .as_deref()
+        .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
+        .transpose()?;
+    let source = match open_source(a)? {
+        Ok(s) => s,
+        Err(state) => return Ok(no_gpu(&state)),
+    };
+    let replay = source.kind() == SourceKind::Replay;
+    let secs = a.interval.unwrap_or(if replay { 0.0 } else { 1.0 });
+    let (sampler, rx) = Sampler::start(source, Duration::from_secs_f64(secs));
+    let limit = if a.once { Some(1) } else { a.count };
+    let live_screen = !a.json && !a.once && std::io::stdout().is_terminal();
+    let mut history = History::default();
+    let mut detectors = Detectors::default();
+    let mut alerts: Vec<Alert> = Vec::new();
+    let mut shown = 0u64;
+    let mut out = std::io::stdout().lock();
+    for snap in rx {
+        if snap.state == SourceState::Ended {
+            break;
+        }
+        history.push(&snap);
+        let new = detectors.check(&history, &snap);
+        if let Some(r) = recorder.as_mut() {
+            r.write(&snap)?;
+        }
+        let text = if a.json {
+            let mut line = serde_json::to_string(&snap).map_err(|e| e.to_string())?;
+            line.push('\n');
+            for al in &new {
+                eprintln!("alert: {}: {}", al.gpu_name, al.message);
+            }
+            line
+        } else {
+            alerts.extend(new);
+            let keep = alerts.len().saturating_sub(5);
+            alerts.drain(..keep);
+            let mut t = String::new();
+            if live_screen {
+                t.push_str("\x1b[2J\x1b[H");
+            }
+            t.push_str(&render(&snap, secs, &alerts));
+            t
+        };
+        // A closed pipe (`| head`) ends the command quietly.
+        if out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            break;
+        }
+        shown += 1;
+        if limit.is_some_and(|n| shown >= n) {
+            break;
+        }
+    }
+    drop(sampler);
+    if shown == 0 && !replay {
+        return Ok(no_gpu(&SourceState::NoGpu));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `HH:MM:SS` UTC of a Unix time in ms.
+fn clock(ms: u64) -> String {
+    let s = ms / 1000;
+    format!("{:02}:{:02}:{:02}", s / 3600 % 24, s / 60 % 60, s % 60)
+}
+
+fn or_dash<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
+    v.map_or("-".into(), |v| format!("{v}{unit}"))
+}
+
+/// A 10-cell bar.
+fn bar(fill: f64) -> String {
+    let n = (fill * 10.0).round().clamp(0.0, 10.0) as usize;
+    format!("[{}{}]", "#".repeat(n), ".".repeat(10 - n))
+}
+
+fn render_gpu(g: &GpuSample) -> String {
+    if g.status == GpuStatus::Lost {
+        return format!(
+            "{:<3} {:<30} LOST: stopped answering; still retrying\n",
+            g.index, g.name
+        );
+    }
+    let mem = g.memory.map_or("memory: -".into(), |m| {
+        let note = if m.used_includes_reserved {
+            " (incl. reserved)"
+        } else {
+            ""
+        };
+        format!(
+            "{} / {} {} {:>3.0}%{note}",
+            human(m.unavailable()),
+            human(m.total),
+            bar(m.fill()),
+            m.fill() * 100.0
+        )
+    });
+    let power = match (g.power_w, g.power_limit_w) {
+        (Some(p), Some(l)) => format!("{p:.0}/{l:.0} W"),
+        (p, _) => or_dash(p.map(|p| format!("{p:.0}")), " W"),
+    };
+    let pcie = match (g.pcie_rx_kbps, g.pcie_tx_kbps) {
+        (None, None) => "-".into(),
+        (rx, tx) => format!(
+            "{}/{} MB/s",
+            or_dash(rx.map(|v| v / 1000), ""),
+            or_dash(tx.map(|v| v / 1000), "")
+        ),
+    };
+    let mut s = format!(
+        "{:<3} {:<30} {}  util {}  mem-bus {}  {}  {}  PCIe rx/tx {}\n",
+        g.index,
+        g.name,
+        mem,
+        or_dash(g.util_gpu_pct, "%"),
+        or_dash(g.util_mem_pct, "%"),
+        or_dash(g.temp_c, "°C"),
+        power,
+        pcie
+    );
+    if let Some(sh) = g.shared {
+        s.push_str(&format!(
+            "    shared (system RAM) in use: {}\n",
+            human(sh.used)
+        ));
+    }
+    match &g.processes {
+        None => s.push_str("    processes: not available from this driver\n"),
+        Some(ps) => {
+            let mut ps: Vec<_> = ps.iter().collect();
+            ps.sort_by_key(|p| std::cmp::Reverse(p.used));
+            for p in ps {
+                let kind = match p.kind {
+                    ProcessKind::Compute => "C",
+                    ProcessKind::Graphics => "G",
+                    ProcessKind::Both => "C+G",
+                };
+                let used = p.used.map_or("n/a (driver does not say)".into(), human);
+                s.push_str(&format!(
+                    "    {:>7}  {:<3} {:>12}  {}\n",
+                    p.pid,
+                    kind,
+                    used,
+                    p.name.as_deref().unwrap_or("?")
+                ));
+            }
+        }
+    }
+    s
+}
+
+/// The table for one snapshot, with the latest alerts under it.
+pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert]) -> String {
+    let mut t = format!(
+        "vram-doctor monitor - {} - {} UTC",
+        s.source.label(),
+        clock(s.time_ms)
+    );
+    if interval > 0.0 {
+        t.push_str(&format!(" - every {interval} s"));
+    }
+    t.push('\n');
+    if !s.state.is_ok() {
+        t.push_str(&format!("! {}\n", s.state.message()));
+    }
+    for g in &s.gpus {
+        t.push_str(&render_gpu(g));
+    }
+    for a in alerts {
+        t.push_str(&format!(
+            "ALERT {} {}: {}\n",
+            clock(a.time_ms),
+            a.gpu_name,
+            a.message
+        ));
+    }
+    t
+}

@@ -1,0 +1,55 @@
+//! The doctor: "what went wrong?" — an error-message reader and a symptom wizard.
+//!
+//! Domain layer (no egui). The knowledge is data in `assets/doctor/`: message signatures, fact
+//! labels, causes with their fixes, and the wizard trees; the code here parses, classifies,
+//! checks that data and walks it.
+//!
+//! - `pytorch` + `classify`: figures from PyTorch OOM messages and the cause class they imply.
+//! - `reading`: any pasted text → observations (facts with figures).
+//! - `evidence`: facts from live numbers, a plan result and the platform, all plain data.
+//! - `wizard`: the walk over the trees; `diagnosis`: ranked causes and fixes by cost.
+
+pub mod classify;
+pub mod diagnosis;
+pub mod evidence;
+pub mod knowledge;
+pub mod pytorch;
+pub mod reading;
+pub mod size;
+pub mod text;
+pub mod wizard;
+
+pub use classify::LiveSnapshot;
+pub use diagnosis::Diagnosis;
+pub use evidence::{Fact, Observation, PlanSummary, Platform};
+pub use knowledge::Knowledge;
+pub use reading::Reading;
+pub use wizard::{View, WizardState};
+
+use serde::{Deserialize, Serialize};
+
+/// What the doctor can see besides a message, as plain data the caller fills in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    pub live: Option<LiveSnapshot>,
+    pub plan: Option<PlanSummary>,
+    pub platform: Option<Platform>,
+}
+
+impl Context {
+    /// All observations, the message's first (they are the most specific), then live numbers,
+    /// the plan and the platform.
+    pub fn observations(&self, reading: Option<&Reading>) -> Vec<Observation> {
+        let mut out: Vec<Observation> = reading.map(|r| r.observations.clone()).unwrap_or_default();
+        if let Some(l) = &self.live {
+            out.extend(evidence::observe_live(l));
+        }
+        if let Some(p) = &self.plan {
+            out.extend(evidence::observe_plan(p));
+        }
+        if let Some(p) = self.platform {
+            out.push(evidence::observe_platform(p));
+        }
+        out
+    }
+}

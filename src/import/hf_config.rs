@@ -1,0 +1,706 @@
+//! Hugging Face `config.json` → the engine's `ModelArch`, the weight format it declares, and a
+//! parameter count from its shapes.
+//!
+//! Key names follow the transformers configuration classes (`num_hidden_layers`, or GPT-2's
+//! `n_layer` …); per-`model_type` conventions (biases, norms, MLP shape, defaults the published
+//! files rely on) are data in `presets/hf_architectures.toml`.
+
+use super::hf_count::{self, Layout, MoeLayout, MoeSpec, Vision};
+use super::{ImportedModel, SourceFormat};
+use crate::memory::arch::{Mla, Mlp, ModelArch, Moe};
+use crate::memory::dtype::WeightFormat;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Real config.json files are a few KiB; anything this big is not one.
+const MAX_CONFIG: u64 = 16 << 20;
+/// More blocks than any model has (the deepest published decoders have a few hundred).
+const MAX_LAYERS: u32 = 100_000;
+
+/// A bias switch: fixed for the model type, or read from a config key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum BiasRule {
+    Fixed(bool),
+    Key { key: String, default: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Norm {
+    Rms,
+    Layer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Sliding {
+    None,
+    Window,
+    Flag,
+}
+
+/// One entry of `presets/hf_architectures.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Convention {
+    #[allow(dead_code)]
+    source: String,
+    norm: Norm,
+    norms_per_layer: u32,
+    #[serde(default)]
+    qk_norm: bool,
+    qkv_bias: BiasRule,
+    o_bias: BiasRule,
+    mlp_bias: BiasRule,
+    mlp: Mlp,
+    tied_default: bool,
+    #[serde(default)]
+    positions_key: Option<String>,
+    #[serde(default)]
+    multi_query_default: bool,
+    #[serde(default)]
+    intermediate_factor: Option<u32>,
+    #[serde(default)]
+    moe: Option<MoeLayout>,
+    #[serde(default)]
+    mla: bool,
+    sliding: Sliding,
+    #[serde(default)]
+    global_every: Option<u32>,
+    #[serde(default)]
+    parallel_norms: bool,
+    #[serde(default)]
+    defaults: BTreeMap<String, toml::Value>,
+}
+
+fn conventions() -> Result<&'static BTreeMap<String, Convention>, String> {
+    static TABLE: OnceLock<Result<BTreeMap<String, Convention>, String>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            toml::from_str(include_str!("../../presets/hf_architectures.toml"))
+                .map_err(|e| format!("presets/hf_architectures.toml: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The config object (or its `text_config`) with the class defaults behind it.
+struct Cfg<'a> {
+    v: &'a Value,
+    defaults: &'a BTreeMap<String, toml::Value>,
+    origin: &'a str,
+}
+
+impl Cfg<'_> {
+    /// The first of `keys` that is set (not null), looking at the class defaults last.
+    fn raw(&self, keys: &[&str]) -> Option<(String, Value)> {
+        for k in keys {
+            match self.v.get(*k) {
+                Some(Value::Null) | None => {}
+                Some(v) => return Some((k.to_string(), v.clone())),
+            }
+        }
+        for k in keys {
+            if let Some(d) = self.defaults.get(*k) {
+                return serde_json::to_value(d).ok().map(|v| (k.to_string(), v));
+            }
+        }
+        None
+    }
+
+    fn u32(&self, keys: &[&str]) -> Result<Option<u32>, String> {
+        match self.raw(keys) {
+            None => Ok(None),
+            Some((k, v)) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => Ok(Some(n)),
+                None => Err(format!(
+                    "{}: {k} must be a whole number below 2^32, not {v}",
+                    self.origin
+                )),
+            },
+        }
+    }
+
+    fn need(&self, keys: &[&str]) -> Result<u32, String> {
+        self.u32(keys)?
+            .ok_or_else(|| format!("{}: {} is missing", self.origin, keys[0]))
+    }
+
+    fn bool(&self, key: &str) -> Option<bool> {
+        self.raw(&[key]).and_then(|(_, v)| v.as_bool())
+    }
+
+    fn str(&self, key: &str) -> Option<String> {
+        self.raw(&[key])
+            .and_then(|(_, v)| v.as_str().map(str::to_string))
+    }
+
+    fn bias(&self, rule: &BiasRule) -> bool {
+        match rule {
+            BiasRule::Fixed(b) => *b,
+            BiasRule::Key { key, default } => self.bool(key).unwrap_or(*default),
+        }
+    }
+}
+
+/// Reads a config.json file.
+pub fn read(path: &Path) -> Result<ImportedModel, String> {
+    let text = super::reader::read_small_text(path, MAX_CONFIG)?;
+    let mut m = parse(&text, &path.display().to_string(), &name_from_path(path))?;
+    m.files.push(path.to_path_buf());
+    Ok(m)
+}
+
+/// A readable model name from where the file lies: the folder, or `org/name` of a Hugging Face
+/// cache snapshot (`models--org--name/snapshots/<hash>/config.json`).
+fn name_from_path(path: &Path) -> String {
+    let dir = path.parent();
+    let folder = |p: Option<&Path>| {
+        p.and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+    };
+    if let Some(snap) = dir.and_then(|d| d.parent())
+        && folder(Some(snap)).as_deref() == Some("snapshots")
+        && let Some(repo) = folder(snap.parent())
+        && let Some(id) = repo.strip_prefix("models--")
+    {
+        return id.replacen("--", "/", 1);
+    }
+    folder(dir)
+        .filter(|n| !n.is_empty() && n != ".")
+        .unwrap_or_else(|| "model".to_string())
+}
+
+/// Parses config.json text; `origin` names the file in errors, `fallback_name` is used when
+/// the config does not name its model.
+pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedModel, String> {
+    let root: Value =
+        serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    if !root.is_object() {
+        return Err(format!(
+            "{origin}: not a config.json (the top level is not a JSON object)"
+        ));
+    }
+    let table = conventions()?;
+    let top_type = root
+        .get("model_type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let mut notes = Vec::new();
+    // Multimodal configs (Gemma 3, LLaVA, Mistral 3 …) nest the language model in text_config.
+    let text_v = root
+        .get("text_config")
+        .filter(|t| t.is_object())
+        .unwrap_or(&root);
+    let nested = !std::ptr::eq(text_v, &root);
+    let text_type = match text_v.get("model_type").and_then(|t| t.as_str()) {
+        Some(t) if nested => t.to_string(),
+        _ if nested && table.contains_key(&format!("{top_type}_text")) => {
+            format!("{top_type}_text")
+        }
+        _ => top_type.clone(),
+    };
+    if top_type.is_empty() && text_type.is_empty() && root.get("architectures").is_none() {
+        return Err(format!(
+            "{origin}: not a Hugging Face config.json (no model_type or architectures)"
+        ));
+    }
+    // Gemma 3's single-modality checkpoints say model_type "gemma3_text" at the top level.
+    let conv =
+        match table.get(&text_type) {
+            Some(c) => c,
+            None => {
+                notes.push(format!(
+                "model_type '{}' is not one this program knows; counted as a Llama-style decoder",
+                if text_type.is_empty() { "(none)" } else { &text_type }
+            ));
+                &table["llama"]
+            }
+        };
+    let cfg = Cfg {
+        v: text_v,
+        defaults: &conv.defaults,
+        origin,
+    };
+    let layout = layout(&cfg, conv, &text_type)?;
+    let mut vision_params = 0u64;
+    if let Some(vc) = root.get("vision_config").filter(|v| v.is_object()) {
+        match vision(vc, origin)? {
+            Some(v) => {
+                vision_params = hf_count::vision_params(&v, &top_type, layout.hidden);
+            }
+            None => {
+                notes.push("the vision tower is not counted (only SigLIP towers are known)".into())
+            }
+        }
+    }
+    let count = hf_count::count(&layout).saturating_add(vision_params);
+    if cfg.u32(&["num_nextn_predict_layers"])?.unwrap_or(0) > 0 {
+        notes.push("the multi-token-prediction layers (num_nextn_predict_layers) are not counted: inference engines skip them by default".into());
+    }
+    let arch = to_arch(&layout, count, &cfg, conv)?;
+    let (weights, wnote) = weight_format(&root, text_v);
+    notes.extend(wnote);
+    let name = root
+        .get("_name_or_path")
+        .and_then(|n| n.as_str())
+        .filter(|n| {
+            !n.is_empty() && !n.starts_with('/') && !n.starts_with('.') && !n.contains('\\')
+        })
+        .map_or_else(|| fallback_name.to_string(), str::to_string);
+    Ok(ImportedModel {
+        name,
+        model_type: if top_type.is_empty() {
+            text_type
+        } else {
+            top_type
+        },
+        source: SourceFormat::HfConfig,
+        files: Vec::new(),
+        arch,
+        weights,
+        params_by_shape: Some(count),
+        params_in_files: None,
+        weight_bytes: None,
+        weight_bytes_by_dtype: BTreeMap::new(),
+        gguf: None,
+        notes,
+    })
+}
+
+fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, String> {
+    let hidden = cfg.need(&["hidden_size", "n_embd", "d_model"])?;
+    let layers = cfg.need(&["num_hidden_layers", "n_layer", "num_layers"])?;
+    let heads = cfg.need(&["num_attention_heads", "n_head", "num_heads"])?;
+    if heads == 0 || hidden == 0 || layers == 0 {
+        return Err(format!(
+            "{}: hidden size, layer count and head count must be at least 1",
+            cfg.origin
+        ));
+    }
+    // The per-layer tables below must not be sized by a hostile number.
+    if layers > MAX_LAYERS {
+        return Err(format!(
+            "{}: num_hidden_layers {layers} is absurd (at most {MAX_LAYERS})",
+            cfg.origin
+        ));
+    }
+    let kv_heads = match cfg.u32(&["num_key_value_heads", "num_kv_heads", "n_head_kv"])? {
+        Some(k)
+            if model_type != "falcon" || cfg.bool("new_decoder_architecture").unwrap_or(false) =>
+        {
+            k
+        }
+        _ if cfg.bool("multi_query").unwrap_or(conv.multi_query_default) => 1,
+        _ => heads,
+    };
+    let head_dim = cfg.u32(&["head_dim"])?.unwrap_or(hidden / heads);
+    let intermediate = match (
+        cfg.u32(&["intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"])?,
+        conv.intermediate_factor,
+    ) {
+        (Some(i), _) => i,
+        (None, Some(f)) => hidden.saturating_mul(f),
+        (None, None) => return Err(format!("{}: intermediate_size is missing", cfg.origin)),
+    };
+    let vocab = cfg.need(&["vocab_size", "padded_vocab_size"])?;
+    let positions = match &conv.positions_key {
+        Some(k) => cfg
+            .u32(&[k.as_str(), "max_position_embeddings"])?
+            .unwrap_or(0),
+        None => 0,
+    };
+    let norms_per_layer = if conv.parallel_norms {
+        if cfg.bool("new_decoder_architecture").unwrap_or(false) {
+            cfg.u32(&["num_ln_in_parallel_attn"])?.unwrap_or(2)
+        } else if cfg.bool("parallel_attn").unwrap_or(true) {
+            1
+        } else {
+            2
+        }
+    } else {
+        conv.norms_per_layer
+    };
+    let mla = if conv.mla { Some(mla(cfg)?) } else { None };
+    let moe = match conv
+        .moe
+        .or_else(|| cfg.raw(&["num_local_experts"]).map(|_| MoeLayout::Mixtral))
+    {
+        Some(l) => moe(cfg, l, layers, intermediate)?,
+        None => None,
+    };
+    Ok(Layout {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim: if mla.is_some() { 0 } else { head_dim },
+        intermediate,
+        vocab,
+        positions,
+        tied: cfg.bool("tie_word_embeddings").unwrap_or(conv.tied_default),
+        layer_norm: conv.norm == Norm::Layer,
+        norms_per_layer,
+        qk_norm: conv.qk_norm,
+        qkv_bias: cfg.bias(&conv.qkv_bias),
+        o_bias: cfg.bias(&conv.o_bias),
+        mlp_bias: cfg.bias(&conv.mlp_bias),
+        mlp: conv.mlp,
+        moe,
+        mla,
+    })
+}
+
+fn mla(cfg: &Cfg) -> Result<Mla, String> {
+    Ok(Mla {
+        kv_lora_rank: cfg.need(&["kv_lora_rank"])?,
+        qk_rope_head_dim: cfg.need(&["qk_rope_head_dim"])?,
+        qk_nope_head_dim: cfg.need(&["qk_nope_head_dim"])?,
+        v_head_dim: cfg.need(&["v_head_dim"])?,
+        q_lora_rank: cfg.u32(&["q_lora_rank"])?,
+    })
+}
+
+fn moe(
+    cfg: &Cfg,
+    layout: MoeLayout,
+    layers: u32,
+    intermediate: u32,
+) -> Result<Option<MoeSpec>, String> {
+    let experts = cfg
+        .u32(&["num_local_experts", "num_experts", "n_routed_experts"])?
+        .unwrap_or(0);
+    if experts == 0 {
+        return Ok(None);
+    }
+    let active = cfg.need(&["num_experts_per_tok"])?;
+    let expert_intermediate = match layout {
+        MoeLayout::Mixtral => intermediate,
+        _ => cfg.need(&["moe_intermediate_size"])?,
+    };
+    let (shared_intermediate, shared_gate) = match layout {
+        MoeLayout::Mixtral => (0, false),
+        MoeLayout::Qwen => {
+            let s = cfg.u32(&["shared_expert_intermediate_size"])?.unwrap_or(0);
+            (s, s > 0)
+        }
+        MoeLayout::Deepseek => (
+            cfg.u32(&["n_shared_experts"])?
+                .unwrap_or(0)
+                .saturating_mul(expert_intermediate),
+            false,
+        ),
+    };
+    // Which blocks hold experts: Qwen-MoE `decoder_sparse_step` and `mlp_only_layers`
+    // (modeling_qwen2_moe.py), DeepSeek `first_k_dense_replace` and `moe_layer_freq`.
+    let mlp_only: Vec<u64> = cfg
+        .raw(&["mlp_only_layers"])
+        .and_then(|(_, v)| {
+            v.as_array()
+                .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        })
+        .unwrap_or_default();
+    let step = cfg.u32(&["decoder_sparse_step"])?.unwrap_or(1).max(1);
+    let first_dense = cfg.u32(&["first_k_dense_replace"])?.unwrap_or(0);
+    let freq = cfg.u32(&["moe_layer_freq"])?.unwrap_or(1).max(1);
+    let moe_layers: Vec<bool> = (0..layers)
+        .map(|l| match layout {
+            MoeLayout::Mixtral => true,
+            MoeLayout::Qwen => !mlp_only.contains(&u64::from(l)) && (l + 1) % step == 0,
+            MoeLayout::Deepseek => l >= first_dense && l % freq == 0,
+        })
+        .collect();
+    let router_bias =
+        layout == MoeLayout::Deepseek && cfg.str("topk_method").as_deref() == Some("noaux_tc");
+    Ok(Some(MoeSpec {
+        layout,
+        experts,
+        active,
+        expert_intermediate,
+        shared_intermediate,
+        shared_gate,
+        router_bias,
+        moe_layers,
+    }))
+}
+
+/// A SigLIP vision tower (Gemma 3, PaliGemma), from `vision_config`.
+fn vision(vc: &Value, origin: &str) -> Result<Option<Vision>, String> {
+    let ty = vc
+        .get("model_type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default();
+    if ty != "siglip_vision_model" {
+        return Ok(None);
+    }
+    // SiglipVisionConfig defaults (configuration_siglip.py).
+    let defaults: BTreeMap<String, toml::Value> = [
+        ("hidden_size", 768),
+        ("intermediate_size", 3072),
+        ("num_hidden_layers", 12),
+        ("num_channels", 3),
+        ("image_size", 224),
+        ("patch_size", 16),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), toml::Value::Integer(v)))
+    .collect();
+    let c = Cfg {
+        v: vc,
+        defaults: &defaults,
+        origin,
+    };
+    let patch = c.need(&["patch_size"])?.max(1);
+    Ok(Some(Vision {
+        hidden: c.need(&["hidden_size"])?,
+        intermediate: c.need(&["intermediate_size"])?,
+        layers: c.need(&["num_hidden_layers"])?,
+        channels: c.need(&["num_channels"])?,
+        patch,
+        patches: (c.need(&["image_size"])? / patch).saturating_pow(2),
+        head: c.bool("vision_use_head").unwrap_or(true),
+    }))
+}
+
+fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<ModelArch, String> {
+    let window = match conv.sliding {
+        Sliding::None => None,
+        Sliding::Window => cfg.u32(&["sliding_window"])?,
+        Sliding::Flag if cfg.bool("use_sliding_window").unwrap_or(false) => {
+            cfg.u32(&["sliding_window"])?
+        }
+        Sliding::Flag => None,
+    };
+    let (window, global_every) = match layer_pattern(cfg) {
+        // layer_types lists every block: all full attention means no window at all.
+        Some(Pattern::AllFull) => (None, None),
+        Some(Pattern::AllWindowed) => (window, None),
+        Some(Pattern::GlobalEvery(n)) => (window, Some(n)),
+        None => (
+            window,
+            cfg.u32(&["sliding_window_pattern"])?.or(conv.global_every),
+        ),
+    };
+    let mla_head = l
+        .mla
+        .as_ref()
+        .map(|m| m.qk_nope_head_dim.saturating_add(m.qk_rope_head_dim));
+    let arch = ModelArch {
+        params: params as f64,
+        layers: l.layers,
+        hidden: l.hidden,
+        heads: l.heads,
+        kv_heads: l.kv_heads,
+        head_dim: mla_head.unwrap_or(l.head_dim),
+        intermediate: l.intermediate,
+        vocab: l.vocab,
+        mlp: l.mlp,
+        tied_embeddings: l.tied,
+        max_context: cfg.u32(&[
+            "max_position_embeddings",
+            "n_positions",
+            "seq_length",
+            "max_sequence_length",
+        ])?,
+        sliding_window: window,
+        global_every: if window.is_some() { global_every } else { None },
+        moe: l.moe.as_ref().map(|m| Moe {
+            experts: m.experts,
+            active: m.active,
+            expert_intermediate: m.expert_intermediate,
+            shared_experts: match m.expert_intermediate {
+                0 => 0,
+                e => (m.shared_intermediate + e / 2) / e,
+            },
+            dense_layers: m.moe_layers.iter().filter(|x| !**x).count() as u32,
+        }),
+        mla: l.mla.clone(),
+    };
+    arch.validate()
+        .map_err(|e| format!("{}: {e}", cfg.origin))?;
+    Ok(arch)
+}
+
+enum Pattern {
+    AllFull,
+    AllWindowed,
+    GlobalEvery(u32),
+}
+
+/// Reads `layer_types` (["sliding_attention", …, "full_attention"]) when it has a regular period.
+fn layer_pattern(cfg: &Cfg) -> Option<Pattern> {
+    let (_, v) = cfg.raw(&["layer_types"])?;
+    let full: Vec<bool> = v
+        .as_array()?
+        .iter()
+        .map(|t| t.as_str() == Some("full_attention"))
+        .collect();
+    if full.iter().all(|f| *f) {
+        return Some(Pattern::AllFull);
+    }
+    let first = full.iter().position(|f| *f)?;
+    let n = first + 1;
+    if full
+        .iter()
+        .enumerate()
+        .all(|(i, f)| *f == ((i + 1) % n == 0))
+    {
+        return Some(Pattern::GlobalEvery(n as u32));
+    }
+    if !full.iter().any(|f| *f) {
+        Some(Pattern::AllWindowed)
+    } else {
+        None
+    }
+}
+
+/// The weight format a config declares: `quantization_config` first (transformers
+/// `quantizers/auto.py` method names), else `torch_dtype` (`dtype` in newer files).
+fn weight_format(root: &Value, text: &Value) -> (Option<WeightFormat>, Option<String>) {
+    let q = root
+        .get("quantization_config")
+        .or_else(|| text.get("quantization_config"));
+    if let Some(q) = q.filter(|q| q.is_object()) {
+        let method = q
+            .get("quant_method")
+            .and_then(|m| m.as_str())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let bits = q
+            .get("bits")
+            .or_else(|| q.get("w_bit"))
+            .and_then(Value::as_u64);
+        let flag = |k: &str| q.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let f = match method.as_str() {
+            "bitsandbytes" if flag("load_in_4bit") => {
+                match q.get("bnb_4bit_quant_type").and_then(|t| t.as_str()) {
+                    Some("fp4") => Some(WeightFormat::Fp4),
+                    _ => Some(WeightFormat::Nf4),
+                }
+            }
+            "bitsandbytes" if flag("load_in_8bit") => Some(WeightFormat::Int8),
+            "gptq" => match bits {
+                Some(4) => Some(WeightFormat::Gptq4),
+                Some(8) => Some(WeightFormat::Gptq8),
+                _ => None,
+            },
+            "awq" if bits.is_none_or(|b| b == 4) => Some(WeightFormat::Awq4),
+            "fp8" | "fbgemm_fp8" => Some(WeightFormat::Fp8),
+            "compressed-tensors" if compressed_fp8(q) => Some(WeightFormat::Fp8),
+            _ => None,
+        };
+        return match f {
+            Some(f) => (Some(f), None),
+            None => (
+                None,
+                Some(format!(
+                    "quantization_config '{method}' is not one the engine models; choose the weight format by hand"
+                )),
+            ),
+        };
+    }
+    let dtype = root
+        .get("torch_dtype")
+        .or_else(|| root.get("dtype"))
+        .or_else(|| text.get("torch_dtype"));
+    let f = match dtype.and_then(|d| d.as_str()) {
+        Some("bfloat16") => Some(WeightFormat::Bf16),
+        Some("float16") => Some(WeightFormat::Fp16),
+        Some("float32") => Some(WeightFormat::Fp32),
+        _ => None,
+    };
+    (f, None)
+}
+
+/// compressed-tensors (llm-compressor) configs whose weight groups are 8-bit floats.
+fn compressed_fp8(q: &Value) -> bool {
+    let Some(groups) = q.get("config_groups").and_then(|g| g.as_object()) else {
+        return false;
+    };
+    !groups.is_empty()
+        && groups.values().all(|g| {
+            let w = g.get("weights");
+            w.and_then(|w| w.get("num_bits")).and_then(Value::as_u64) == Some(8)
+                && w.and_then(|w| w.get("type")).and_then(|t| t.as_str()) == Some("float")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_convention_parses() {
+        let t = conventions().unwrap();
+        for ty in [
+            "llama",
+            "mistral",
+            "mixtral",
+            "qwen2",
+            "qwen2_moe",
+            "qwen3",
+            "qwen3_moe",
+            "gemma",
+            "gemma2",
+        ] {
+            assert!(t.contains_key(ty), "{ty}");
+        }
+        assert_eq!(
+            t["gemma3_text"].defaults["vocab_size"].as_integer(),
+            Some(262_208)
+        );
+    }
+
+    #[test]
+    fn cache_snapshot_paths_name_the_repository() {
+        let p = Path::new(
+            "/home/u/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/abc123/config.json",
+        );
+        assert_eq!(name_from_path(p), "Qwen/Qwen3-8B");
+        assert_eq!(
+            name_from_path(Path::new("/m/Llama-3.1-8B/config.json")),
+            "Llama-3.1-8B"
+        );
+        assert_eq!(name_from_path(Path::new("config.json")), "model");
+    }
+
+    #[test]
+    fn quantization_config_sets_the_format() {
+        let f = |q: &str| weight_format(&serde_json::from_str(q).unwrap(), &Value::Null).0;
+        assert_eq!(
+            f(r#"{"quantization_config":{"quant_method":"gptq","bits":4}}"#),
+            Some(WeightFormat::Gptq4)
+        );
+        assert_eq!(
+            f(r#"{"quantization_config":{"quant_method":"gptq","bits":8}}"#),
+            Some(WeightFormat::Gptq8)
+        );
+        assert_eq!(
+            f(r#"{"quantization_config":{"quant_method":"awq","bits":4}}"#),
+            Some(WeightFormat::Awq4)
+        );
+        assert_eq!(
+            f(
+                r#"{"quantization_config":{"quant_method":"bitsandbytes","load_in_4bit":true,"bnb_4bit_quant_type":"nf4"}}"#
+            ),
+            Some(WeightFormat::Nf4)
+        );
+        assert_eq!(
+            f(r#"{"quantization_config":{"quant_method":"bitsandbytes","load_in_8bit":true}}"#),
+            Some(WeightFormat::Int8)
+        );
+        assert_eq!(
+            f(r#"{"quantization_config":{"quant_method":"fp8","fmt":"e4m3"}}"#),
+            Some(WeightFormat::Fp8)
+        );
+        assert_eq!(f(r#"{"quantization_config":{"quant_method":"hqq"}}"#), None);
+        assert_eq!(f(r#"{"torch_dtype":"bfloat16"}"#), Some(WeightFormat::Bf16));
+        assert_eq!(f(r#"{"dtype":"float16"}"#), Some(WeightFormat::Fp16));
+    }
+}

@@ -1,0 +1,199 @@
+//! Parameter count of a Hugging Face model from the shapes its config declares, tensor by tensor
+//! as the transformers modeling files create them (named per convention in
+//! `presets/hf_architectures.toml`). Checked against published exact counts in tests/import.rs.
+//!
+//! Sums are u128 with saturation: hostile configs give absurd counts that `ModelArch::validate`
+//! then rejects, never an overflow.
+
+use crate::memory::arch::{Mla, Mlp};
+use serde::Deserialize;
+
+/// Expert layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MoeLayout {
+    /// Mixtral: routed experts of `intermediate_size`, router without bias.
+    Mixtral,
+    /// Qwen-MoE: routed experts of `moe_intermediate_size`, optional one shared expert of
+    /// `shared_expert_intermediate_size` with a sigmoid gate `Linear(hidden, 1)`.
+    Qwen,
+    /// DeepSeek: routed and `n_shared_experts` shared experts of `moe_intermediate_size`.
+    Deepseek,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoeSpec {
+    pub layout: MoeLayout,
+    pub experts: u32,
+    pub active: u32,
+    pub expert_intermediate: u32,
+    /// Total width of the shared expert(s); 0 without.
+    pub shared_intermediate: u32,
+    pub shared_gate: bool,
+    /// DeepSeek-V3's `e_score_correction_bias` (one per expert).
+    pub router_bias: bool,
+    /// Which blocks are MoE (the rest are dense with `intermediate`).
+    pub moe_layers: Vec<bool>,
+}
+
+/// The shapes of a decoder as its config declares them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub layers: u32,
+    pub hidden: u32,
+    pub heads: u32,
+    pub kv_heads: u32,
+    pub head_dim: u32,
+    pub intermediate: u32,
+    pub vocab: u32,
+    /// Rows of a learned position embedding (GPT-2 `wpe`), 0 for rotary models.
+    pub positions: u32,
+    pub tied: bool,
+    pub layer_norm: bool,
+    pub norms_per_layer: u32,
+    pub qk_norm: bool,
+    pub qkv_bias: bool,
+    pub o_bias: bool,
+    pub mlp_bias: bool,
+    pub mlp: Mlp,
+    pub moe: Option<MoeSpec>,
+    pub mla: Option<Mla>,
+}
+
+/// A SigLIP vision tower (transformers `modeling_siglip.py` SiglipVisionTransformer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vision {
+    pub hidden: u32,
+    pub intermediate: u32,
+    pub layers: u32,
+    pub channels: u32,
+    pub patch: u32,
+    pub patches: u32,
+    /// The attention-pooling head (`vision_use_head`).
+    pub head: bool,
+}
+
+fn n(x: u32) -> u128 {
+    u128::from(x)
+}
+
+fn to_u64(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
+}
+
+/// A linear layer `inp → out`, with bias or not.
+fn linear(inp: u128, out: u128, bias: bool) -> u128 {
+    inp.saturating_mul(out)
+        .saturating_add(if bias { out } else { 0 })
+}
+
+fn attention(l: &Layout) -> u128 {
+    let h = n(l.hidden);
+    if let Some(m) = &l.mla {
+        // DeepSeek-V2 modeling: q_proj (or q_a_proj + q_a_layernorm + q_b_proj),
+        // kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj.
+        let heads = n(l.heads);
+        let qk = n(m.qk_nope_head_dim) + n(m.qk_rope_head_dim);
+        let q = match m.q_lora_rank {
+            Some(r) => linear(h, n(r), l.qkv_bias) + n(r) + linear(n(r), heads * qk, false),
+            None => linear(h, heads * qk, false),
+        };
+        let kv_a =
+            linear(h, n(m.kv_lora_rank) + n(m.qk_rope_head_dim), l.qkv_bias) + n(m.kv_lora_rank);
+        let kv_b = linear(
+            n(m.kv_lora_rank),
+            heads * (n(m.qk_nope_head_dim) + n(m.v_head_dim)),
+            false,
+        );
+        let o = linear(heads * n(m.v_head_dim), h, l.o_bias);
+        return q
+            .saturating_add(kv_a)
+            .saturating_add(kv_b)
+            .saturating_add(o);
+    }
+    let q = n(l.heads) * n(l.head_dim);
+    let kv = n(l.kv_heads) * n(l.head_dim);
+    let qk_norm = if l.qk_norm { 2 * n(l.head_dim) } else { 0 };
+    linear(h, q + 2 * kv, l.qkv_bias)
+        .saturating_add(linear(q, h, l.o_bias))
+        .saturating_add(qk_norm)
+}
+
+/// A feed-forward block of width `i`.
+fn mlp(l: &Layout, i: u32, bias: bool) -> u128 {
+    let (h, i) = (n(l.hidden), n(i));
+    let up = linear(h, i, bias);
+    let down = linear(i, h, bias);
+    match l.mlp {
+        Mlp::Gated => up.saturating_mul(2).saturating_add(down),
+        Mlp::Plain => up.saturating_add(down),
+    }
+}
+
+fn moe_block(l: &Layout, m: &MoeSpec) -> u128 {
+    let h = n(l.hidden);
+    let experts = mlp(l, m.expert_intermediate, false).saturating_mul(n(m.experts));
+    let router = linear(h, n(m.experts), false) + if m.router_bias { n(m.experts) } else { 0 };
+    let shared = if m.shared_intermediate > 0 {
+        mlp(l, m.shared_intermediate, false)
+    } else {
+        0
+    };
+    let gate = if m.shared_gate { h } else { 0 };
+    experts
+        .saturating_add(router)
+        .saturating_add(shared)
+        .saturating_add(gate)
+}
+
+/// Parameters of the whole decoder: embeddings, blocks, final norm, head.
+pub fn count(l: &Layout) -> u64 {
+    let h = n(l.hidden);
+    let norm = if l.layer_norm { 2 * h } else { h };
+    let attn = attention(l);
+    let dense = mlp(l, l.intermediate, l.mlp_bias);
+    let moe = l.moe.as_ref().map(|m| (moe_block(l, m), &m.moe_layers));
+    let mut blocks: u128 = 0;
+    for layer in 0..l.layers as usize {
+        let ffn = match &moe {
+            Some((block, which)) if which.get(layer).copied().unwrap_or(false) => *block,
+            _ => dense,
+        };
+        blocks = blocks
+            .saturating_add(attn)
+            .saturating_add(ffn)
+            .saturating_add(norm * n(l.norms_per_layer));
+    }
+    let embed = n(l.vocab).saturating_mul(h);
+    let head = if l.tied { 0 } else { embed };
+    let positions = n(l.positions).saturating_mul(h);
+    to_u64(
+        blocks
+            .saturating_add(embed)
+            .saturating_add(head)
+            .saturating_add(positions)
+            .saturating_add(norm),
+    )
+}
+
+/// Parameters of a SigLIP vision tower, plus Gemma 3's projector into the text width
+/// (`Gemma3MultiModalProjector`: `mm_input_projection_weight` [vision, text] and
+/// `mm_soft_emb_norm` of the vision width).
+pub fn vision_params(v: &Vision, model_type: &str, text_hidden: u32) -> u64 {
+    let (h, i) = (n(v.hidden), n(v.intermediate));
+    let patch_embed = linear(n(v.channels) * n(v.patch) * n(v.patch), h, true);
+    let positions = n(v.patches) * h;
+    let layer_norm = 2 * h;
+    let attn = 4 * linear(h, h, true);
+    let mlp = linear(h, i, true) + linear(i, h, true);
+    let layer = 2 * layer_norm + attn + mlp;
+    let mut total = patch_embed + positions + n(v.layers).saturating_mul(layer) + layer_norm;
+    if v.head {
+        // SiglipMultiheadAttentionPoolingHead: probe, nn.MultiheadAttention, LayerNorm, MLP.
+        total += h + linear(h, 3 * h, true) + linear(h, h, true) + layer_norm + mlp;
+    }
+    if model_type == "gemma3" {
+        total += h * n(text_hidden) + h;
+    }
+    to_u64(total)
+}

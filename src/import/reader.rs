@@ -1,0 +1,184 @@
+//! A reader for the headers of untrusted binary files (GGUF, safetensors).
+//!
+//! Every length or count read from the file is checked against the bytes that are really left
+//! before anything is allocated or skipped, so a hostile header cannot ask for a huge buffer or
+//! send the parser past the end; every error names the file and what was being read.
+
+use std::io::{Read, Seek, SeekFrom};
+
+/// Reads little-endian fields from `inner`, which holds `len` bytes in all.
+pub struct HeaderReader<R> {
+    inner: R,
+    pos: u64,
+    len: u64,
+    origin: String,
+}
+
+impl<R: Read + Seek> HeaderReader<R> {
+    /// `origin` names the file in error messages.
+    pub fn new(inner: R, len: u64, origin: &str) -> Self {
+        HeaderReader {
+            inner,
+            pos: 0,
+            len,
+            origin: origin.to_string(),
+        }
+    }
+
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn remaining(&self) -> u64 {
+        self.len.saturating_sub(self.pos)
+    }
+
+    /// An error message naming the file.
+    pub fn err(&self, msg: impl std::fmt::Display) -> String {
+        format!("{}: {msg}", self.origin)
+    }
+
+    fn truncated(&self, n: u64, what: &str) -> String {
+        self.err(format_args!(
+            "file ends inside the header: {what} needs {n} bytes at offset {} but only {} are left (truncated or not a model file?)",
+            self.pos,
+            self.remaining()
+        ))
+    }
+
+    /// Fails unless `n` more bytes exist.
+    pub fn need(&self, n: u64, what: &str) -> Result<(), String> {
+        if n > self.remaining() {
+            Err(self.truncated(n, what))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+        self.need(N as u64, what)?;
+        let mut b = [0u8; N];
+        self.inner
+            .read_exact(&mut b)
+            .map_err(|e| self.err(format_args!("cannot read {what}: {e}")))?;
+        self.pos += N as u64;
+        Ok(b)
+    }
+
+    pub fn u8(&mut self, what: &str) -> Result<u8, String> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    pub fn u16(&mut self, what: &str) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.array(what)?))
+    }
+
+    pub fn u32(&mut self, what: &str) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    pub fn u64(&mut self, what: &str) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    /// Reads `n` bytes into a fresh buffer; `n` is checked against the bytes left first.
+    pub fn bytes(&mut self, n: u64, what: &str) -> Result<Vec<u8>, String> {
+        self.need(n, what)?;
+        let size = usize::try_from(n).map_err(|_| self.truncated(n, what))?;
+        let mut buf = vec![0u8; size];
+        self.inner
+            .read_exact(&mut buf)
+            .map_err(|e| self.err(format_args!("cannot read {what}: {e}")))?;
+        self.pos += n;
+        Ok(buf)
+    }
+
+    /// Moves past `n` bytes without reading them.
+    pub fn skip(&mut self, n: u64, what: &str) -> Result<(), String> {
+        self.need(n, what)?;
+        let step = i64::try_from(n).map_err(|_| self.truncated(n, what))?;
+        self.inner
+            .seek(SeekFrom::Current(step))
+            .map_err(|e| self.err(format_args!("cannot skip {what}: {e}")))?;
+        self.pos += n;
+        Ok(())
+    }
+}
+
+/// Opens a file for header reading and returns it with its real size.
+pub fn open(
+    path: &std::path::Path,
+) -> Result<HeaderReader<std::io::BufReader<std::fs::File>>, String> {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| format!("{shown}: cannot open: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{shown}: cannot read its size: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown}: not a regular file"));
+    }
+    Ok(HeaderReader::new(
+        std::io::BufReader::new(file),
+        meta.len(),
+        &shown,
+    ))
+}
+
+/// Reads a whole small text file (JSON), refusing anything over `max` bytes.
+pub fn read_small_text(path: &std::path::Path, max: u64) -> Result<String, String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown}: not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "{shown}: {} bytes is too large for this kind of file (at most {max})",
+            meta.len()
+        ));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max).read_to_string(&mut text))
+        .map_err(|e| format!("{shown}: cannot read as UTF-8 text: {e}"))?;
+    Ok(text)
+}
+
+/// A name from a file (a shard, a pipeline component) must stay inside that file's folder.
+pub fn is_plain_file_name(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0', ':'])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    #[test]
+    fn lengths_beyond_the_data_are_refused_before_allocating() {
+        let data = [1u8, 0, 0, 0, 9, 9];
+        let mut r = HeaderReader::new(Cursor::new(&data[..]), data.len() as u64, "x.bin");
+        assert_eq!(r.u32("count").unwrap(), 1);
+        let e = r.bytes(u64::MAX, "a string").unwrap_err();
+        assert!(
+            e.starts_with("x.bin: file ends inside the header: a string"),
+            "{e}"
+        );
+        assert!(r.skip(3, "padding").is_err());
+        r.skip(2, "padding").unwrap();
+        assert_eq!(r.remaining(), 0);
+        assert!(r.u8("byte").is_err());
+    }
+
+    #[test]
+    fn names_from_files_cannot_leave_the_folder() {
+        assert!(is_plain_file_name("model-00001-of-00004.safetensors"));
+        for bad in ["../x.safetensors", "/etc/passwd", "a\\b", "", "..", "C:x"] {
+            assert!(!is_plain_file_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Strategies: each changes one knob of a workload, and says what it costs in speed and quality.
+//!
+//! Speed factors are throughput relative to the original (1.0 = unchanged) and come from the
+//! cited measurements; they are rough by nature, and the planner uses them only to rank plans.
+
+use crate::memory::dtype::{KvDtype, WeightFormat};
+use crate::memory::options::*;
+use crate::memory::workload::Run;
+use serde::{Deserialize, Serialize};
+
+/// How much output quality a strategy risks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    None,
+    Low,
+    Medium,
+    High,
+}
+
+/// One change to a workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Strategy {
+    /// Store the weights in another format (quantize).
+    Weights { format: String },
+    /// Quantize the KV cache.
+    KvCache { dtype: KvDtype },
+    /// Use a fused attention kernel (no s×s score matrix).
+    FlashAttention,
+    /// Recompute activations in backward.
+    Checkpointing { mode: Checkpointing },
+    /// Smaller micro-batch with gradient accumulation keeping the effective batch.
+    MicroBatch { batch: u32, grad_accum: u32 },
+    /// Smaller batch (inference: fewer concurrent sequences).
+    Batch { batch: u32 },
+    /// Train adapters instead of all weights.
+    Method { method: Method },
+    /// Pure bf16 training (no fp32 master weights).
+    PureBf16,
+    /// bitsandbytes 8-bit AdamW.
+    Optimizer8bit,
+    /// ZeRO partitioning across the GPUs.
+    Zero { stage: u32 },
+    /// Move optimizer states (and parameters) to host memory.
+    Offload { offload: Offload },
+    /// Shorter context.
+    Context { seq: u32 },
+}
+
+impl Strategy {
+    /// Applies the change to a run; `None` when it does not apply or changes nothing.
+    pub fn apply(&self, r: &Run) -> Option<Run> {
+        let mut n = r.clone();
+        match self {
+            Strategy::Weights { format } => n.weights = format.parse().ok()?,
+            Strategy::KvCache { dtype } => n.kv_cache = *dtype,
+            Strategy::FlashAttention => n.attention = Attention::Flash,
+            Strategy::Checkpointing { mode } => n.checkpointing = *mode,
+            Strategy::MicroBatch { batch, grad_accum } => {
+                n.batch = *batch;
+                n.grad_accum = *grad_accum;
+            }
+            Strategy::Batch { batch } => n.batch = *batch,
+            Strategy::Method { method } => {
+                n.method = *method;
+                if *method == Method::Qlora && !n.weights.is_quantized() {
+                    n.weights = WeightFormat::Nf4;
+                }
+            }
+            Strategy::PureBf16 => n.precision = Precision::Bf16,
+            Strategy::Optimizer8bit => n.optimizer = Optimizer::AdamW8bit,
+            Strategy::Zero { stage } => n.zero_stage = *stage,
+            Strategy::Offload { offload } => n.offload = *offload,
+            Strategy::Context { seq } => {
+                n.seq = *seq;
+                n.prompt = n.prompt.min(*seq);
+            }
+        }
+        (n != *r).then_some(n)
+    }
+
+    /// Throughput relative to the original run.
+    pub fn speed_factor(&self, r: &Run) -> f64 {
+        match self {
+            // Decoding is memory-bound: fewer bytes per weight read is not slower; bitsandbytes
+            // kernels are (QLoRA paper; bnb 4-bit inference ≈ 0.6× fp16 in the transformers
+            // quantization overview).
+            Strategy::Weights { format } => match format.parse::<WeightFormat>() {
+                Ok(WeightFormat::Nf4 | WeightFormat::Fp4) => 0.6,
+                Ok(WeightFormat::Int8) => 0.5,
+                _ => 1.0,
+            },
+            Strategy::KvCache { .. } => 0.97,
+            Strategy::FlashAttention => 1.0,
+            // Full recomputation re-runs the forward pass: ~33% more compute (Korthikanti et al.
+            // report 36–39% overhead); selective recomputation costs 2–4%.
+            Strategy::Checkpointing {
+                mode: Checkpointing::Full,
+            } => 0.75,
+            Strategy::Checkpointing { .. } => 0.97,
+            Strategy::MicroBatch { batch, .. } => {
+                (f64::from(*batch) / f64::from(r.batch.max(1))).powf(0.15)
+            }
+            Strategy::Batch { batch } => f64::from(*batch) / f64::from(r.batch.max(1)),
+            // QLoRA dequantizes every weight each pass (~30% slower than LoRA in the QLoRA paper's
+            // and Unsloth's measurements); LoRA skips weight gradients (~1.2× faster).
+            Strategy::Method {
+                method: Method::Qlora,
+            } => 0.75,
+            Strategy::Method { .. } => 1.2,
+            Strategy::PureBf16 => 1.05,
+            Strategy::Optimizer8bit => 0.98,
+            Strategy::Zero { stage } => 1.0 - 0.05 * f64::from(*stage),
+            // ZeRO-Offload: optimizer step on the CPU (ZeRO-Offload paper, arXiv 2101.06840);
+            // parameter offload streams weights over PCIe every pass (ZeRO-Infinity).
+            Strategy::Offload {
+                offload: Offload::OptimizerParams,
+            } => 0.3,
+            Strategy::Offload { .. } => 0.6,
+            Strategy::Context { .. } => 1.0,
+        }
+    }
+
+    pub fn risk(&self) -> Risk {
+        match self {
+            Strategy::Weights { format } => match format
+                .parse::<WeightFormat>()
+                .map(WeightFormat::quality_loss)
+            {
+                Ok(0) => Risk::None,
+                Ok(1) => Risk::Low,
+                Ok(2 | 3) => Risk::Medium,
+                _ => Risk::High,
+            },
+            Strategy::KvCache {
+                dtype: KvDtype::Q4_0,
+            } => Risk::Medium,
+            Strategy::KvCache { .. } => Risk::Low,
+            // Adapters train far fewer weights than the user asked for.
+            Strategy::Method { .. } => Risk::Medium,
+            Strategy::PureBf16 => Risk::Low,
+            Strategy::Optimizer8bit => Risk::Low,
+            // A shorter context or a smaller batch changes what the user can do with the model.
+            Strategy::Context { .. } | Strategy::Batch { .. } => Risk::Medium,
+            _ => Risk::None,
+        }
+    }
+
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Strategy::Weights { format } => format!("weights in {format}"),
+            Strategy::KvCache { dtype } => format!("KV cache in {dtype:?}").to_lowercase(),
+            Strategy::FlashAttention => "flash attention (no s×s score matrix)".into(),
+            Strategy::Checkpointing { mode } => format!("{mode} activation checkpointing"),
+            Strategy::MicroBatch { batch, grad_accum } => {
+                format!("micro-batch {batch} × {grad_accum} gradient-accumulation steps")
+            }
+            Strategy::Batch { batch } => format!("batch {batch}"),
+            Strategy::Method { method } => format!("{method} instead of full fine-tuning"),
+            Strategy::PureBf16 => "pure bf16 training (no fp32 master weights)".into(),
+            Strategy::Optimizer8bit => "8-bit AdamW (bitsandbytes)".into(),
+            Strategy::Zero { stage } => format!("ZeRO stage {stage}"),
+            Strategy::Offload { offload } => format!("offload {offload} to CPU RAM"),
+            Strategy::Context { seq } => format!("context {seq} tokens"),
+        }
+    }
+}
+
+/// The choices the search may combine for a run, grouped so that one option per group is taken.
+pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
+    let mut groups: Vec<Vec<Strategy>> = Vec::new();
+    let w = |f: &str| Strategy::Weights {
+        format: f.to_string(),
+    };
+    if r.task == Task::Training {
+        groups.push(vec![
+            Strategy::Method {
+                method: Method::Lora,
+            },
+            Strategy::Method {
+                method: Method::Qlora,
+            },
+        ]);
+        groups.push(vec![
+            Strategy::Checkpointing {
+                mode: Checkpointing::Selective,
+            },
+            Strategy::Checkpointing {
+                mode: Checkpointing::Full,
+            },
+        ]);
+        groups.push(vec![Strategy::FlashAttention]);
+        groups.push(vec![Strategy::Optimizer8bit]);
+        groups.push(vec![Strategy::PureBf16]);
+        let mut micro = Vec::new();
+        let mut b = r.batch / 2;
+        while b >= 1 {
+            micro.push(Strategy::MicroBatch {
+                batch: b,
+                grad_accum: r.grad_accum * (r.batch / b),
+            });
+            b /= 2;
+        }
+        groups.push(micro);
+        let mut dist = Vec::new();
+        if gpus > 1 {
+            dist.extend((1..=3).map(|stage| Strategy::Zero { stage }));
+        }
+        dist.push(Strategy::Offload {
+            offload: Offload::Optimizer,
+        });
+        dist.push(Strategy::Offload {
+            offload: Offload::OptimizerParams,
+        });
+        groups.push(dist);
+    } else {
+        let formats: &[&str] = if r.weights.is_gguf() || r.engine == Engine::LlamaCpp {
+            &["q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k"]
+        } else if r.engine == Engine::Vllm {
+            if fp8 {
+                &["fp8", "awq-4bit"]
+            } else {
+                &["gptq-8bit", "awq-4bit"]
+            }
+        } else if fp8 {
+            &["fp8", "int8", "nf4"]
+        } else {
+            &["int8", "nf4"]
+        };
+        let current = r.weights.quality_loss();
+        groups.push(
+            formats
+                .iter()
+                .filter(|f| {
+                    f.parse::<WeightFormat>()
+                        .is_ok_and(|t| t.quality_loss() >= current && t != r.weights)
+                })
+                .map(|f| w(f))
+                .collect(),
+        );
+        let kv: &[KvDtype] = match r.engine {
+            Engine::LlamaCpp => &[KvDtype::Q8_0, KvDtype::Q4_0],
+            Engine::Vllm => &[KvDtype::Fp8],
+            _ => &[],
+        };
+        groups.push(kv.iter().map(|d| Strategy::KvCache { dtype: *d }).collect());
+        groups.push(vec![Strategy::FlashAttention]);
+        let mut batches = Vec::new();
+        let mut b = r.batch / 2;
+        while b >= 1 {
+            batches.push(Strategy::Batch { batch: b });
+            b /= 2;
+        }
+        groups.push(batches);
+    }
+    // Shorter contexts, halving down to 512 tokens.
+    let mut ctx = Vec::new();
+    let mut s = r.seq / 2;
+    while s >= 512 {
+        ctx.push(Strategy::Context { seq: s });
+        s /= 2;
+    }
+    groups.push(ctx);
+    groups.retain(|g| !g.is_empty());
+    groups
+}

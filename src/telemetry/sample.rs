@@ -1,0 +1,301 @@
+//! Plain-data samples: what every source produces and every consumer (GUI, CLI, recorder,
+//! detectors) reads. All fields a GPU may not report are `Option`: a metric a card does not
+//! support is absent, never an error and never a made-up zero (`monitor.md` §5 point 2).
+
+use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch, now. A clock before 1970 reads as 0 rather than panicking.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Which kind of source produced a snapshot, so a demo or a replay is never mistaken for live data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// No source could be opened.
+    #[default]
+    None,
+    Nvml,
+    Amd,
+    Windows,
+    Demo,
+    Replay,
+}
+
+impl SourceKind {
+    /// Short label for tables and window titles.
+    pub fn label(self) -> &'static str {
+        match self {
+            SourceKind::None => "no source",
+            SourceKind::Nvml => "NVIDIA (NVML)",
+            SourceKind::Amd => "AMD (sysfs)",
+            SourceKind::Windows => "Windows counters",
+            SourceKind::Demo => "DEMO (synthetic data)",
+            SourceKind::Replay => "REPLAY of a recording",
+        }
+    }
+}
+
+/// The health of the source as a whole; each problem names what to do, so the UI can show it as is.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "state", content = "detail", rename_all = "snake_case")]
+pub enum SourceState {
+    #[default]
+    Ok,
+    /// The NVIDIA library is missing or the driver is not running.
+    NoDriver(String),
+    /// The driver refused access.
+    NoPermission(String),
+    /// The NVML library and the kernel driver are of different versions (typically after an update).
+    VersionMismatch(String),
+    /// Every GPU fell off the bus or stopped answering.
+    GpuLost(String),
+    /// The driver answered but reports no GPU.
+    NoGpu,
+    /// A replay reached the end of its file.
+    Ended,
+    /// Anything else, with the library's own words.
+    Error(String),
+}
+
+impl SourceState {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, SourceState::Ok)
+    }
+
+    /// One line: what is wrong and what to do. Wording follows the mapping in `monitor.md` §2.3.
+    pub fn message(&self) -> String {
+        match self {
+            SourceState::Ok => "ok".into(),
+            SourceState::NoDriver(d) => format!(
+                "no NVIDIA driver found ({d}); install the NVIDIA driver, or use --demo to see how the monitor works"
+            ),
+            SourceState::NoPermission(d) => {
+                format!(
+                    "no permission to read the GPU ({d}); run as a user with access to /dev/nvidia*"
+                )
+            }
+            SourceState::VersionMismatch(d) => format!(
+                "the NVIDIA library and the running driver differ ({d}); reboot after a driver update"
+            ),
+            SourceState::GpuLost(d) => {
+                format!(
+                    "the GPU stopped answering ({d}); save your work and reboot; still retrying"
+                )
+            }
+            SourceState::NoGpu => {
+                "the driver reports no GPU; use --demo to see how the monitor works".into()
+            }
+            SourceState::Ended => "end of the recording".into(),
+            SourceState::Error(d) => format!("GPU monitoring failed: {d}; still retrying"),
+        }
+    }
+}
+
+/// Whether one GPU answered this time.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuStatus {
+    #[default]
+    Ok,
+    /// Fell off the bus (NVML `GPU_IS_LOST`); the sampler keeps asking and it comes back as `Ok`.
+    Lost,
+}
+
+/// Dedicated memory in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemorySample {
+    pub total: u64,
+    /// Allocated by processes. Excludes `reserved` unless `used_includes_reserved`.
+    pub used: u64,
+    /// Held by the driver and firmware (NVML v2 `reserved`); `None` where the source cannot tell.
+    pub reserved: Option<u64>,
+    /// True for NVML's v1 call (drivers before R510), whose `used` counts reserved memory too
+    /// (rust-nvml/nvml-wrapper#57: 912 MB v1 vs 7.8 MB v2 on the same idle A100).
+    #[serde(default)]
+    pub used_includes_reserved: bool,
+}
+
+impl MemorySample {
+    /// Memory no process can get any more: used plus reserved.
+    pub fn unavailable(&self) -> u64 {
+        if self.used_includes_reserved {
+            self.used
+        } else {
+            self.used.saturating_add(self.reserved.unwrap_or(0))
+        }
+    }
+
+    pub fn free(&self) -> u64 {
+        self.total.saturating_sub(self.unavailable())
+    }
+
+    /// Fraction of the card that is taken, 0..=1 (0 for a zero-sized card).
+    pub fn fill(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            (self.unavailable() as f64 / self.total as f64).min(1.0)
+        }
+    }
+}
+
+/// Memory a GPU borrows from system RAM: Windows "shared GPU memory", AMD GTT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SharedMemory {
+    pub used: u64,
+    pub total: Option<u64>,
+}
+
+/// Why the clocks are held down (NVML throttle reasons, by the names nvml-wrapper uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThrottleReason {
+    Idle,
+    ApplicationClocks,
+    SwPowerCap,
+    HwSlowdown,
+    SyncBoost,
+    SwThermal,
+    HwThermal,
+    HwPowerBrake,
+    DisplayClocks,
+}
+
+impl ThrottleReason {
+    pub fn is_thermal(self) -> bool {
+        matches!(
+            self,
+            ThrottleReason::SwThermal | ThrottleReason::HwThermal | ThrottleReason::HwSlowdown
+        )
+    }
+    pub fn is_power(self) -> bool {
+        matches!(
+            self,
+            ThrottleReason::SwPowerCap | ThrottleReason::HwPowerBrake
+        )
+    }
+}
+
+/// How a process uses the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    #[default]
+    Compute,
+    Graphics,
+    Both,
+}
+
+/// One process holding GPU memory.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProcessSample {
+    pub pid: u32,
+    pub name: Option<String>,
+    /// Dedicated memory in bytes; `None` = the driver does not say (always so under Windows WDDM,
+    /// NVML docs for `nvmlProcessInfo_t::usedGpuMemory`), which is not the same as 0.
+    pub used: Option<u64>,
+    /// Shared (system) memory in bytes where the source knows it (Windows counters, AMD GTT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<u64>,
+    pub kind: ProcessKind,
+}
+
+/// One GPU at one instant.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GpuSample {
+    /// Position in the source's own order (NVML order is not CUDA order).
+    pub index: u32,
+    /// Stable identity (NVML UUID, PCI slot, adapter LUID); histories are keyed by it.
+    pub uuid: Option<String>,
+    pub name: String,
+    pub status: GpuStatus,
+    pub memory: Option<MemorySample>,
+    pub shared: Option<SharedMemory>,
+    /// Percent of time a kernel ran (SM busy).
+    pub util_gpu_pct: Option<u32>,
+    /// Percent of time the memory controller was busy (not capacity).
+    pub util_mem_pct: Option<u32>,
+    pub temp_c: Option<u32>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub clock_graphics_mhz: Option<u32>,
+    pub clock_mem_mhz: Option<u32>,
+    /// PCIe traffic in KB/s (NVML counts over 20 ms; sampled less often than the rest).
+    pub pcie_rx_kbps: Option<u32>,
+    pub pcie_tx_kbps: Option<u32>,
+    pub throttle: Option<Vec<ThrottleReason>>,
+    /// `None` = the process list could not be read; `Some(empty)` = nothing is running.
+    pub processes: Option<Vec<ProcessSample>>,
+}
+
+impl GpuSample {
+    /// Key for per-GPU history: the UUID, or the index when there is none.
+    pub fn key(&self) -> String {
+        self.uuid
+            .clone()
+            .unwrap_or_else(|| format!("index-{}", self.index))
+    }
+}
+
+/// Everything one source said at one instant.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub time_ms: u64,
+    pub source: SourceKind,
+    pub state: SourceState,
+    pub gpus: Vec<GpuSample>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_v1_used_is_not_double_counted() {
+        let v2 = MemorySample {
+            total: 100,
+            used: 60,
+            reserved: Some(5),
+            used_includes_reserved: false,
+        };
+        let v1 = MemorySample {
+            total: 100,
+            used: 65,
+            reserved: None,
+            used_includes_reserved: true,
+        };
+        assert_eq!(v2.unavailable(), 65);
+        assert_eq!(v1.unavailable(), 65);
+        assert_eq!(v2.free(), 35);
+        assert!((v1.fill() - 0.65).abs() < 1e-12);
+        assert_eq!(MemorySample::default().fill(), 0.0);
+    }
+
+    #[test]
+    fn snapshot_round_trips_through_json_with_absent_metrics() {
+        let s = Snapshot {
+            time_ms: 5,
+            source: SourceKind::Nvml,
+            state: SourceState::NoPermission("x".into()),
+            gpus: vec![GpuSample {
+                name: "g".into(),
+                processes: Some(vec![ProcessSample {
+                    pid: 1,
+                    used: None,
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }],
+        };
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(j.contains("\"temp_c\":null"), "{j}");
+        let back: Snapshot = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.gpus[0].processes.as_ref().unwrap()[0].used, None);
+    }
+}

@@ -1,0 +1,336 @@
+//! The embedded preset catalog: coverage, consistency and pinned figures from the vendors' spec
+//! pages and the models' `config.json` files (sources are named in `presets/*.toml`).
+
+use std::collections::HashSet;
+use vram_doctor::catalog::{Catalog, GpuKind, Vendor};
+
+fn gpu(id: &str) -> &'static vram_doctor::catalog::Gpu {
+    Catalog::get().gpu(id).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn gpu_catalog_covers_every_vendor_and_kind() {
+    let gpus = &Catalog::get().gpus;
+    assert!(gpus.len() >= 70, "only {} GPU presets", gpus.len());
+    for v in [Vendor::Nvidia, Vendor::Amd, Vendor::Apple, Vendor::Intel] {
+        assert!(gpus.iter().any(|g| g.vendor == v), "no {v:?} GPU");
+    }
+    for k in [
+        GpuKind::Desktop,
+        GpuKind::Laptop,
+        GpuKind::Workstation,
+        GpuKind::Datacenter,
+        GpuKind::Unified,
+    ] {
+        assert!(gpus.iter().any(|g| g.kind == k), "no {k:?} GPU");
+    }
+}
+
+#[test]
+fn gpu_names_and_aliases_are_unambiguous() {
+    let mut seen = HashSet::new();
+    for g in &Catalog::get().gpus {
+        assert_eq!(
+            g.id,
+            g.id.to_ascii_lowercase(),
+            "ids are lowercase: {}",
+            g.id
+        );
+        assert!(!g.source.trim().is_empty(), "{} names no source", g.id);
+        for name in std::iter::once(&g.id).chain(&g.aliases) {
+            assert!(
+                seen.insert(name.to_ascii_lowercase()),
+                "'{name}' names two GPUs"
+            );
+        }
+        // Every preset is found by each of its names.
+        for a in &g.aliases {
+            assert_eq!(
+                Catalog::get().gpu(&a.to_ascii_uppercase()).map(|x| &x.id),
+                Ok(&g.id)
+            );
+        }
+    }
+}
+
+#[test]
+fn gpu_figures_are_consistent() {
+    for g in &Catalog::get().gpus {
+        assert!(g.validate().is_ok(), "{}", g.id);
+        // Every fp8 generation (Ada, Hopper, Blackwell, CDNA3, RDNA4) also does bf16.
+        assert!(!g.fp8 || g.bf16, "{}: fp8 without bf16", g.id);
+        // Unified-memory SoCs have no PCIe host link, discrete cards always have one.
+        assert_eq!(
+            g.kind == GpuKind::Unified,
+            g.pcie_lanes == 0,
+            "{}: host link",
+            g.id
+        );
+        assert_eq!(
+            g.kind == GpuKind::Unified,
+            g.vendor == Vendor::Apple,
+            "{}: kind",
+            g.id
+        );
+    }
+}
+
+#[test]
+fn original_gpu_ids_are_kept() {
+    for id in [
+        "rtx-4090",
+        "rtx-3060-12gb",
+        "a100-80gb",
+        "h100-80gb",
+        "v100-16gb",
+    ] {
+        assert_eq!(gpu(id).id, id);
+    }
+    assert_eq!(gpu("h100-sxm").id, "h100-80gb");
+}
+
+#[test]
+fn gpu_spec_sheet_values() {
+    // Laptop parts differ from the desktop cards of the same name.
+    assert_eq!(gpu("rtx-4090-laptop").vram_gib, 16.0);
+    assert_eq!(gpu("rtx-4060-laptop").vram_gib, 8.0);
+    assert_eq!(gpu("rtx-3060-laptop").vram_gib, 6.0);
+    assert_eq!(gpu("rtx-3060-laptop").kind, GpuKind::Laptop);
+    // AD107 / AD106 cards have an x8 link.
+    assert_eq!(
+        (gpu("rtx-4060").pcie_gen, gpu("rtx-4060").pcie_lanes),
+        (4, 8)
+    );
+    assert_eq!(gpu("rtx-4060-ti-16gb").pcie_lanes, 8);
+    assert_eq!(gpu("rtx-5090").bandwidth_gbs, 1792.0);
+    assert_eq!(gpu("rtx-3090").bandwidth_gbs, 936.0);
+    assert!(!gpu("rtx-3090").fp8 && gpu("rtx-3090").bf16);
+    assert!(!gpu("t4").bf16);
+    assert_eq!(gpu("h200").vram_gib, 141.0);
+    assert_eq!(gpu("mi300x").vram_gib, 192.0);
+    assert!(gpu("mi300x").fp8);
+    assert_eq!(gpu("rx-7900-xtx").vram_gib, 24.0);
+    assert_eq!(gpu("m2-ultra-192gb").bandwidth_gbs, 800.0);
+    assert_eq!(gpu("m3-max-128gb").kind, GpuKind::Unified);
+    assert_eq!(gpu("arc-b580").vram_gib, 12.0);
+}
+
+fn model(id: &str) -> &'static vram_doctor::catalog::ModelPreset {
+    Catalog::get().model(id).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Parameters by shape for a dense model: the repeated blocks (q/k/v/o + MLP), the embedding
+/// and head, and two norm vectors per layer plus the final norm (Llama layout).
+fn dense_shape_count(a: &vram_doctor::memory::ModelArch) -> f64 {
+    let layers = f64::from(a.layers);
+    let norms = (2.0 * layers + 1.0) * f64::from(a.hidden);
+    layers * (a.attn_params_per_layer() + a.dense_mlp_params())
+        + a.embedding_params()
+        + a.lm_head_params()
+        + norms
+}
+
+/// Image-text checkpoints: `params` includes the SigLIP vision tower (416.9M) and its projector,
+/// which the text shapes do not describe (Gemma 3 model card / checkpoint totals).
+const WITH_VISION_TOWER: [&str; 3] = ["gemma-3-4b", "gemma-3-12b", "gemma-3-27b"];
+
+#[test]
+fn model_catalog_is_large_and_valid() {
+    let models = &Catalog::get().models;
+    assert!(models.len() >= 34, "only {} model presets", models.len());
+    for m in models {
+        assert!(m.arch.validate().is_ok(), "{}", m.id);
+        assert_eq!(
+            m.id,
+            m.id.to_ascii_lowercase(),
+            "ids are lowercase: {}",
+            m.id
+        );
+        let hf = m
+            .hf_id
+            .as_deref()
+            .unwrap_or_else(|| panic!("{} names no hf_id", m.id));
+        assert_eq!(Catalog::get().model(hf).map(|x| &x.id), Ok(&m.id), "{hf}");
+        if let Some(ctx) = m.arch.max_context {
+            assert!(
+                (1024..=1 << 20).contains(&ctx),
+                "{}: max_context {ctx}",
+                m.id
+            );
+        }
+        if let Some(w) = m.arch.sliding_window {
+            assert!(
+                w < m.arch.max_context.unwrap_or(u32::MAX),
+                "{}: window {w}",
+                m.id
+            );
+        }
+        assert!(
+            m.arch.global_every.is_none() || m.arch.sliding_window.is_some(),
+            "{}: global_every without a window",
+            m.id
+        );
+    }
+}
+
+#[test]
+fn dense_parameter_counts_match_the_shapes() {
+    let mut checked = 0;
+    for m in &Catalog::get().models {
+        let a = &m.arch;
+        if a.moe.is_some() || a.mla.is_some() {
+            continue;
+        }
+        let by_shape = dense_shape_count(a);
+        if WITH_VISION_TOWER.contains(&m.id.as_str()) {
+            let extra = a.params - by_shape;
+            assert!(
+                (0.40e9..0.45e9).contains(&extra),
+                "{}: vision part {extra}",
+                m.id
+            );
+        } else {
+            let err = (by_shape - a.params).abs() / a.params;
+            assert!(
+                err < 0.02,
+                "{}: shapes give {by_shape}, params {} ({:.2}%)",
+                m.id,
+                a.params,
+                err * 100.0
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} dense models checked");
+}
+
+#[test]
+fn moe_parameter_counts_match_the_shapes() {
+    // Total = attention + dense layers' MLP + routed and shared experts (3 matrices each) + router
+    // + embedding/head. Active counts are the ones each model card announces.
+    let announced_active = [
+        ("mixtral-8x7b", 12.9e9),
+        ("qwen3-30b-a3b", 3.3e9),
+        ("qwen3-235b-a22b", 22e9),
+        ("deepseek-v3", 37e9),
+        ("deepseek-r1", 37e9),
+    ];
+    for (id, active) in announced_active {
+        let a = &model(id).arch;
+        let moe = a.moe.as_ref().expect("MoE preset");
+        let h = f64::from(a.hidden);
+        let layers = f64::from(a.layers);
+        let dense = f64::from(moe.dense_layers);
+        let experts = f64::from(moe.experts + moe.shared_experts);
+        let by_shape = layers * a.attn_params_per_layer()
+            + dense * a.dense_mlp_params()
+            + (layers - dense)
+                * (experts * 3.0 * h * f64::from(moe.expert_intermediate)
+                    + h * f64::from(moe.experts))
+            + a.embedding_params()
+            + a.lm_head_params();
+        let err = (by_shape - a.params).abs() / a.params;
+        assert!(
+            err < 0.02,
+            "{id}: shapes give {by_shape}, params {}",
+            a.params
+        );
+        let err = (a.active_params() - active).abs() / active;
+        assert!(
+            err < 0.03,
+            "{id}: active {} vs announced {active}",
+            a.active_params()
+        );
+    }
+}
+
+#[test]
+fn config_json_values_are_pinned() {
+    assert_eq!(model("llama-3.1-8b").arch.params, 8_030_261_248.0);
+    assert_eq!(model("qwen2.5-7b").arch.kv_heads, 4);
+    assert_eq!(model("gemma-2-9b").arch.head_dim, 256);
+    let mla = model("deepseek-v3").arch.mla.as_ref().expect("MLA");
+    assert_eq!(
+        (mla.kv_lora_rank, mla.qk_rope_head_dim, mla.q_lora_rank),
+        (512, 64, Some(1536))
+    );
+    let moe = model("deepseek-v3").arch.moe.as_ref().expect("MoE");
+    assert_eq!(
+        (
+            moe.experts,
+            moe.active,
+            moe.shared_experts,
+            moe.dense_layers
+        ),
+        (256, 8, 1, 3)
+    );
+    // Qwen3: head_dim 128 although hidden / heads = 64.
+    let q = &model("qwen3-0.6b").arch;
+    assert_eq!((q.head_dim, q.hidden / q.heads), (128, 64));
+    // Sliding windows: Mistral v0.1 windows every layer, v0.3 none; Gemma alternates.
+    let m = &model("mistral-7b-v0.1").arch;
+    assert_eq!((m.sliding_window, m.global_every), (Some(4096), None));
+    assert_eq!(model("mistral-7b-v0.3").arch.sliding_window, None);
+    let g2 = &model("gemma-2-27b").arch;
+    assert_eq!(
+        (g2.sliding_window, g2.global_every, g2.head_dim),
+        (Some(4096), Some(2), 128)
+    );
+    let g3 = &model("gemma-3-1b").arch;
+    assert_eq!(
+        (g3.sliding_window, g3.global_every, g3.kv_heads),
+        (Some(512), Some(6), 1)
+    );
+    assert_eq!(model("gemma-3-27b").arch.sliding_window, Some(1024));
+    // Tied heads on the small models only.
+    assert!(
+        model("qwen2.5-0.5b").arch.tied_embeddings && !model("qwen2.5-7b").arch.tied_embeddings
+    );
+    assert!(
+        model("llama-3.2-1b").arch.tied_embeddings && !model("llama-3.1-70b").arch.tied_embeddings
+    );
+    let f = &model("falcon-7b").arch;
+    assert_eq!(
+        (f.kv_heads, f.mlp),
+        (1, vram_doctor::memory::arch::Mlp::Plain)
+    );
+    assert_eq!(
+        model("gpt2").arch.mlp,
+        vram_doctor::memory::arch::Mlp::Plain
+    );
+}
+
+#[test]
+fn reference_measurement_models_are_in_the_catalog() {
+    // (preset, layers, hidden, heads, kv_heads, params) as the LLM rows of
+    // shared/reference/groundtruth-public.jsonl give them (encoder-only BERT rows excluded).
+    let rows = [
+        ("llama-3-8b", 32, 4096, 32, 8, 8.03e9),
+        ("open-llama-7b-v2", 32, 4096, 32, 32, 6.74e9),
+        ("vicuna-7b", 32, 4096, 32, 32, 6.74e9),
+        ("mistral-7b-v0.1", 32, 4096, 32, 8, 7.24e9),
+        ("tinyllama-1.1b", 22, 2048, 32, 4, 1.1e9),
+        ("llama-2-13b", 40, 5120, 40, 40, 13.0e9),
+        ("codellama-34b", 48, 8192, 64, 8, 33.7e9),
+        ("falcon-7b", 32, 4544, 71, 1, 7.2e9),
+        ("mpt-7b", 32, 4096, 32, 32, 6.7e9),
+        ("qwen-1.8b-chat", 24, 2048, 16, 16, 1.84e9),
+        ("qwen-7b-chat", 32, 4096, 32, 32, 7.72e9),
+        ("qwen-14b-chat", 40, 5120, 40, 40, 14.2e9),
+        ("qwen-72b-chat", 80, 8192, 64, 64, 72.3e9),
+    ];
+    for (id, layers, hidden, heads, kv_heads, params) in rows {
+        let a = &model(id).arch;
+        assert_eq!(
+            (a.layers, a.hidden, a.heads, a.kv_heads),
+            (layers, hidden, heads, kv_heads),
+            "{id}"
+        );
+        // The rows round to 2-3 digits (Falcon's "7.2B" is the marketing figure for 6.92B).
+        assert!(
+            (a.params - params).abs() / params < 0.05,
+            "{id}: {} vs {params}",
+            a.params
+        );
+    }
+}

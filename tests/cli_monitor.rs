@@ -1,0 +1,180 @@
+//! `vram-doctor monitor` end to end: the real binary, the fake NVML, the demo, record and replay.
+
+// The fake NVML is built as an ELF shared object with GNU linker flags: Linux only.
+#[cfg(target_os = "linux")]
+#[path = "common/fake_nvml.rs"]
+mod fake_nvml;
+
+#[cfg(target_os = "linux")]
+use fake_nvml::FakeNvml;
+use std::process::{Command, Output};
+use vram_doctor::telemetry::{Snapshot, SourceKind};
+
+fn monitor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .arg("monitor")
+        .args(args)
+        .output()
+        .expect("run vram-doctor")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn once_json_prints_one_snapshot_of_the_fake_gpu() {
+    let fake = FakeNvml::new(
+        "gpu0.name = Fake RTX 4090\ngpu0.used_mib = 8000\ngpu0.procs = 4242:6000:python\n",
+    );
+    let out = monitor(&["--once", "--json", "--nvml-lib", fake.lib.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1);
+    let s: Snapshot = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(s.source, SourceKind::Nvml);
+    assert_eq!(s.gpus[0].name, "Fake RTX 4090");
+    assert_eq!(s.gpus[0].memory.unwrap().used, 8000 << 20);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn table_shows_gpus_processes_and_alerts() {
+    let fake = FakeNvml::new(
+        "gpu0.name = Fake RTX 4090\ngpu0.used_mib = 23900\ngpu0.procs = 4242:19000:python,99:4000:chrome\n",
+    );
+    let out = monitor(&[
+        "--count",
+        "2",
+        "--interval",
+        "0.1",
+        "--nvml-lib",
+        fake.lib.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("NVIDIA (NVML)") && t.contains("Fake RTX 4090") && t.contains("python"),
+        "{t}"
+    );
+    assert_eq!(
+        t.matches("vram-doctor monitor -").count(),
+        2,
+        "two frames: {t}"
+    );
+    assert!(
+        t.contains("ALERT") && t.contains("full"),
+        "near-capacity alert: {t}"
+    );
+    assert!(
+        t.contains("chrome (pid 99"),
+        "other-process alert names chrome: {t}"
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn without_a_gpu_it_says_so_and_suggests_the_demo() {
+    let out = monitor(&["--once", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = text(&out.stderr);
+    assert!(
+        e.contains("no GPU to monitor") && e.contains("--demo"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+    let fake = FakeNvml::new("init_rc = 4\n");
+    let out = monitor(&["--once", "--nvml-lib", fake.lib.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("permission"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    for args in [
+        &["--interval", "0"][..],
+        &["--interval", "fast"],
+        &["--count", "0"],
+        &["--bogus"],
+        &["--demo", "--replay", "x.jsonl"],
+        &["--replay", "/nonexistent/rec.jsonl"],
+    ] {
+        let out = monitor(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(!text(&out.stderr).is_empty());
+    }
+}
+
+#[test]
+fn demo_record_then_replay_both_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["rec.csv", "rec.jsonl"] {
+        let path = dir.path().join(name);
+        let p = path.to_str().unwrap();
+        let out = monitor(&[
+            "--demo",
+            "--seed",
+            "5",
+            "--count",
+            "3",
+            "--interval",
+            "0.1",
+            "--json",
+            "--record",
+            p,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let live: Vec<Snapshot> = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            live.iter()
+                .all(|s| s.source == SourceKind::Demo && s.gpus[0].name.starts_with("DEMO"))
+        );
+        let out = monitor(&["--replay", p, "--json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let replayed: Vec<Snapshot> = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(replayed.len(), 3, "{name}");
+        for (r, l) in replayed.iter().zip(&live) {
+            assert_eq!(r.source, SourceKind::Replay);
+            assert_eq!((r.time_ms, &r.gpus), (l.time_ms, &l.gpus), "{name}");
+        }
+    }
+    // Recording refuses to append to a file that is not a recording.
+    let foreign = dir.path().join("notes.csv");
+    std::fs::write(&foreign, "keep me\n").unwrap();
+    let out = monitor(&["--demo", "--once", "--record", foreign.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "keep me\n");
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn auto_detection_finds_the_library_named_in_the_environment() {
+    let fake = FakeNvml::new("gpu0.name = Found By Detect\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(["monitor", "--once", "--json"])
+        .env("VRAM_DOCTOR_NVML_LIB", &fake.lib)
+        .output()
+        .expect("run vram-doctor");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s: Snapshot = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        (s.source, s.gpus[0].name.as_str()),
+        (SourceKind::Nvml, "Found By Detect")
+    );
+}

@@ -1,0 +1,1046 @@
+//! Model import: real config.json files (tests/data/configs), and GGUF/safetensors/diffusers
+//! files the tests write themselves, including broken and hostile ones.
+
+mod support;
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use support::*;
+use vram_doctor::import as imp;
+use vram_doctor::memory::arch::Mlp;
+use vram_doctor::memory::dtype::{GgufFileType, WeightFormat};
+
+fn config_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/configs")
+        .join(name)
+}
+
+fn config(name: &str) -> imp::ImportedModel {
+    imp::import_model(&config_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+// ---------------------------------------------------------------- config.json
+
+/// Published exact parameter counts (model card / safetensors metadata on the Hub, or the
+/// paper), against the count from the config's shapes.
+#[test]
+fn config_counts_match_published_parameter_counts() {
+    let published: &[(&str, u64)] = &[
+        ("llama-3.1-8b.json", 8_030_261_248), // Hub safetensors total
+        ("llama-3-8b-bnb-4bit.json", 8_030_261_248), // same architecture, quantized
+        ("llama-3.2-1b.json", 1_235_814_400), // tied embeddings
+        ("llama-2-7b-gptq.json", 6_738_415_616), // Llama 2 paper "7B": 6,738,415,616
+        ("mistral-7b-v0.1.json", 7_241_732_096),
+        ("mixtral-8x7b-v0.1.json", 46_702_792_704),
+        ("qwen2.5-7b.json", 7_615_616_512), // q/k/v biases
+        ("qwen2.5-7b-instruct-awq.json", 7_615_616_512),
+        ("qwen2.5-0.5b.json", 494_032_768),
+        ("qwen1.5-moe-a2.7b.json", 14_315_784_192), // shared expert + its gate
+        ("qwen3-8b.json", 8_190_735_360),           // q/k norms
+        ("qwen3-30b-a3b.json", 30_532_122_624),
+        ("gemma-7b.json", 8_537_680_896),
+        ("gemma-2-9b.json", 9_241_705_984), // four norms per block
+        ("gemma-3-1b-it.json", 999_885_952), // gemma3_text at the top level
+        ("gemma-3-4b-it.json", 4_300_079_472), // text_config + SigLIP tower + projector
+        ("phi-3-mini-4k-instruct.json", 3_821_079_552),
+        ("gpt2.json", 124_439_808),            // biases, wpe, tied head
+        ("pythia-160m.json", 162_322_944),     // Pythia paper, Table 1 row "160M"
+        ("gpt-neox-20b.json", 20_554_567_680), // GPT-NeoX-20B paper/model card
+        ("deepseek-v2-lite.json", 15_706_484_224), // MLA without q_lora, 2 shared experts
+        ("deepseek-v3.json", 671_026_419_200), // main model, MTP layer excluded
+    ];
+    for (file, want) in published {
+        let m = config(file);
+        assert_eq!(m.params_by_shape, Some(*want), "{file}");
+        assert_eq!(m.arch.params, *want as f64, "{file}");
+        assert_eq!(m.source, imp::SourceFormat::HfConfig);
+    }
+}
+
+/// Models whose published size is only given rounded: the shape count must round to it.
+#[test]
+fn config_counts_round_to_published_sizes() {
+    // (file, published size, half a unit of its last digit)
+    let rounded: &[(&str, f64, f64)] = &[
+        ("falcon-7b.json", 6.92e9, 0.005e9),     // Hub "6.92B params"
+        ("falcon-40b.json", 41.3e9, 0.05e9),     // Hub "41.3B params"
+        ("starcoder2-3b.json", 3.03e9, 0.005e9), // Hub "3.03B params"
+        ("gpt_bigcode-santacoder.json", 1.12e9, 0.005e9), // Hub "1.12B params"
+    ];
+    for (file, want, half) in rounded {
+        let got = config(file).arch.params;
+        assert!((got - want).abs() <= *half, "{file}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn config_architecture_fields() {
+    let l = config("llama-3.1-8b.json");
+    assert_eq!(
+        (
+            l.arch.layers,
+            l.arch.hidden,
+            l.arch.heads,
+            l.arch.kv_heads,
+            l.arch.head_dim
+        ),
+        (32, 4096, 32, 8, 128)
+    );
+    assert_eq!(
+        (l.arch.intermediate, l.arch.vocab, l.arch.max_context),
+        (14336, 128_256, Some(131_072))
+    );
+    assert!(!l.arch.tied_embeddings && l.arch.sliding_window.is_none() && l.arch.moe.is_none());
+    assert_eq!(l.weights, Some(WeightFormat::Bf16));
+    assert_eq!(l.model_type, "llama");
+    assert_eq!(
+        l.name, "configs",
+        "named after its folder when the config does not say"
+    );
+
+    // Gemma 3 4B: the text config relies on Gemma3TextConfig defaults for heads and vocab.
+    let g = config("gemma-3-4b-it.json");
+    assert_eq!(
+        (g.arch.heads, g.arch.kv_heads, g.arch.head_dim, g.arch.vocab),
+        (8, 4, 256, 262_208)
+    );
+    assert_eq!(
+        (g.arch.sliding_window, g.arch.global_every),
+        (Some(1024), Some(6))
+    );
+    assert!(g.arch.tied_embeddings);
+    let g1 = config("gemma-3-1b-it.json");
+    assert_eq!(
+        (g1.arch.sliding_window, g1.arch.global_every),
+        (Some(512), Some(6))
+    );
+    let g2 = config("gemma-2-9b.json");
+    assert_eq!(
+        (g2.arch.sliding_window, g2.arch.global_every),
+        (Some(4096), Some(2))
+    );
+
+    let m = config("mistral-7b-v0.1.json");
+    assert_eq!(
+        (m.arch.sliding_window, m.arch.global_every),
+        (Some(4096), None)
+    );
+    // Qwen2 configs carry sliding_window but use_sliding_window = false.
+    assert_eq!(config("qwen2.5-7b.json").arch.sliding_window, None);
+    assert!(config("qwen2.5-0.5b.json").arch.tied_embeddings);
+
+    let x = config("mixtral-8x7b-v0.1.json").arch.moe.unwrap();
+    assert_eq!(
+        (
+            x.experts,
+            x.active,
+            x.expert_intermediate,
+            x.shared_experts,
+            x.dense_layers
+        ),
+        (8, 2, 14336, 0, 0)
+    );
+    let q = config("qwen1.5-moe-a2.7b.json").arch.moe.unwrap();
+    assert_eq!(
+        (q.experts, q.active, q.expert_intermediate, q.shared_experts),
+        (60, 4, 1408, 4)
+    );
+    let q3 = config("qwen3-30b-a3b.json").arch;
+    assert_eq!(
+        (
+            q3.head_dim,
+            q3.moe.as_ref().unwrap().experts,
+            q3.moe.as_ref().unwrap().active
+        ),
+        (128, 128, 8)
+    );
+
+    let d = config("deepseek-v3.json");
+    let mla = d.arch.mla.clone().unwrap();
+    assert_eq!(
+        (
+            mla.kv_lora_rank,
+            mla.qk_rope_head_dim,
+            mla.qk_nope_head_dim,
+            mla.v_head_dim,
+            mla.q_lora_rank
+        ),
+        (512, 64, 128, 128, Some(1536))
+    );
+    let dm = d.arch.moe.clone().unwrap();
+    assert_eq!(
+        (
+            dm.experts,
+            dm.active,
+            dm.expert_intermediate,
+            dm.shared_experts,
+            dm.dense_layers
+        ),
+        (256, 8, 2048, 1, 3)
+    );
+    assert_eq!(d.weights, Some(WeightFormat::Fp8));
+    assert!(d.notes.iter().any(|n| n.contains("multi-token-prediction")));
+    let lite = config("deepseek-v2-lite.json").arch;
+    assert_eq!(lite.mla.unwrap().q_lora_rank, None);
+    assert_eq!(lite.moe.unwrap().shared_experts, 2);
+
+    // Multi-query models keep one K/V head.
+    assert_eq!(config("falcon-7b.json").arch.kv_heads, 1);
+    assert_eq!(config("falcon-40b.json").arch.kv_heads, 8);
+    assert_eq!(config("gpt_bigcode-santacoder.json").arch.kv_heads, 1);
+    let gpt2 = config("gpt2.json").arch;
+    assert_eq!(
+        (
+            gpt2.mlp,
+            gpt2.intermediate,
+            gpt2.tied_embeddings,
+            gpt2.max_context
+        ),
+        (Mlp::Plain, 3072, true, Some(1024))
+    );
+    assert_eq!(
+        config("phi-3-mini-4k-instruct.json").name,
+        "Phi-3-mini-4k-instruct"
+    );
+}
+
+#[test]
+fn quantization_config_sets_the_weight_format() {
+    assert_eq!(
+        config("llama-2-7b-gptq.json").weights,
+        Some(WeightFormat::Gptq4)
+    );
+    assert_eq!(
+        config("qwen2.5-7b-instruct-awq.json").weights,
+        Some(WeightFormat::Awq4)
+    );
+    assert_eq!(
+        config("llama-3-8b-bnb-4bit.json").weights,
+        Some(WeightFormat::Nf4)
+    );
+    assert_eq!(config("deepseek-v3.json").weights, Some(WeightFormat::Fp8));
+    assert_eq!(config("gemma-2-9b.json").weights, Some(WeightFormat::Fp32));
+}
+
+#[test]
+fn load_model_has_the_workload_loader_signature() {
+    let loader: vram_doctor::memory::workload::ModelLoader = imp::load_model;
+    let (name, arch) = loader(&config_path("qwen3-8b.json")).unwrap();
+    assert_eq!(name, "configs");
+    assert_eq!(arch.params, 8_190_735_360.0);
+}
+
+#[test]
+fn unknown_model_types_are_read_by_the_common_keys_with_a_note() {
+    let text = r#"{"model_type":"brand_new","hidden_size":64,"num_hidden_layers":2,
+        "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100}"#;
+    let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
+    // llama layout: 2 × (64·(64+2·32) + 64·64 + 3·64·128 + 2·64) + 2·100·64 + 64
+    assert_eq!(
+        m.params_by_shape,
+        Some(2 * (64 * 128 + 64 * 64 + 3 * 64 * 128 + 128) + 2 * 100 * 64 + 64)
+    );
+    assert!(m.notes[0].contains("brand_new"), "{:?}", m.notes);
+}
+
+#[test]
+fn bad_configs_get_one_line_errors() {
+    let cases: &[(&str, &str)] = &[
+        ("not json", "not valid JSON"),
+        ("[1,2]", "not a JSON object"),
+        ("{}", "no model_type"),
+        (r#"{"model_type":"llama"}"#, "hidden_size is missing"),
+        (
+            r#"{"model_type":"llama","hidden_size":"big"}"#,
+            "hidden_size must be a whole number",
+        ),
+        (
+            r#"{"model_type":"llama","hidden_size":1e30}"#,
+            "hidden_size must be a whole number",
+        ),
+        (
+            r#"{"model_type":"llama","hidden_size":-5}"#,
+            "hidden_size must be a whole number",
+        ),
+        (
+            r#"{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":0,"intermediate_size":1,"vocab_size":1}"#,
+            "at least 1",
+        ),
+        (
+            r#"{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":3,"intermediate_size":1,"vocab_size":1}"#,
+            "kv_heads",
+        ),
+        (
+            r#"{"model_type":"llama","hidden_size":4000000000,"num_hidden_layers":4000000000,"num_attention_heads":1,"intermediate_size":4000000000,"vocab_size":4000000000}"#,
+            "num_hidden_layers 4000000000 is absurd",
+        ),
+        (
+            r#"{"model_type":"llama","hidden_size":4000000000,"num_hidden_layers":100,"num_attention_heads":1,"intermediate_size":4000000000,"vocab_size":4000000000}"#,
+            "model.params",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = imp::from_bytes::hf_config(text.as_bytes()).unwrap_err();
+        assert!(e.starts_with("config.json: "), "{e}");
+        assert!(e.contains(want), "{text}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+    // Deep nesting hits serde_json's recursion limit instead of the stack.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(imp::from_bytes::hf_config(deep.as_bytes()).is_err());
+}
+
+#[test]
+fn oversized_config_files_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("config.json");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(1 << 30).unwrap();
+    let e = imp::import_model(&p).unwrap_err();
+    assert!(e.contains("too large"), "{e}");
+}
+
+// ---------------------------------------------------------------- GGUF
+
+fn expected_bytes_by_type(g: &Gguf) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for t in &g.tensors {
+        let name = match t.type_id {
+            0 => "F32",
+            1 => "F16",
+            12 => "Q4_K",
+            14 => "Q6_K",
+            _ => unreachable!(),
+        };
+        *m.entry(name.to_string()).or_insert(0) += t.bytes();
+    }
+    m
+}
+
+#[test]
+fn gguf_header_gives_architecture_and_exact_buffers() {
+    let g = tiny_llama(3);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("tiny.gguf");
+    g.write_sparse(&p);
+    let m = imp::import_model(&p).unwrap();
+    assert_eq!(m.name, "Tiny Llama");
+    assert_eq!(m.model_type, "llama");
+    assert_eq!(m.source, imp::SourceFormat::Gguf);
+    let a = &m.arch;
+    assert_eq!(
+        (
+            a.layers,
+            a.hidden,
+            a.heads,
+            a.kv_heads,
+            a.head_dim,
+            a.intermediate,
+            a.vocab
+        ),
+        (3, 256, 4, 2, 64, 512, 300)
+    );
+    assert_eq!(
+        (a.max_context, a.tied_embeddings, a.mlp),
+        (Some(2048), false, Mlp::Gated)
+    );
+    let elements: u64 = g.tensors.iter().map(Tensor::elements).sum();
+    assert_eq!(m.params_in_files, Some(elements));
+    assert_eq!(a.params, elements as f64);
+    assert_eq!(m.weight_bytes_by_dtype, expected_bytes_by_type(&g));
+    assert_eq!(
+        m.weight_bytes,
+        Some(g.tensors.iter().map(Tensor::bytes).sum())
+    );
+    assert_eq!(m.weights, Some(WeightFormat::Gguf(GgufFileType::Q4KM)));
+    let s = m.gguf.unwrap();
+    assert_eq!(
+        (
+            s.version,
+            s.file_type_name.as_deref(),
+            s.tensor_count,
+            s.shards
+        ),
+        (3, Some("Q4_K_M"), g.tensors.len(), 1)
+    );
+    assert_eq!(s.token_embd_bytes, 256 * 300 / 256 * 144);
+    assert_eq!(s.output_bytes, 256 * 300 / 256 * 210);
+    // 3 layers × 2 KV heads × (64 + 64) × 2 bytes.
+    assert_eq!(s.kv_bytes_per_token_f16, 3 * 2 * 128 * 2);
+    // load_model gives the same arch.
+    assert_eq!(imp::load_model(&p).unwrap().1, m.arch);
+}
+
+#[test]
+fn gguf_v2_per_layer_heads_sliding_window_and_moe() {
+    let mut g = tiny_llama(2);
+    g.version = 2;
+    g.kv.retain(|(k, _)| k != "llama.attention.head_count_kv" && k != "general.architecture");
+    g = g
+        .kv("general.architecture", Val::Str("llama".into()))
+        .kv("llama.attention.head_count_kv", Val::ArrI32(vec![2, 4]))
+        .kv("llama.attention.sliding_window", Val::U32(128))
+        .kv("llama.expert_count", Val::U32(8))
+        .kv("llama.expert_used_count", Val::U32(2));
+    let m = imp::from_bytes::gguf(&g.bytes()).unwrap();
+    assert_eq!(m.arch.kv_heads, 4);
+    assert_eq!(m.arch.sliding_window, Some(128));
+    let moe = m.arch.moe.unwrap();
+    assert_eq!(
+        (moe.experts, moe.active, moe.expert_intermediate),
+        (8, 2, 512)
+    );
+    // (2 + 4) heads × 128 × 2 bytes.
+    assert_eq!(m.gguf.unwrap().kv_bytes_per_token_f16, 6 * 128 * 2);
+}
+
+#[test]
+fn gguf_tied_output_and_unknown_file_type() {
+    let mut g = tiny_llama(1);
+    g.tensors.retain(|t| t.name != "output.weight");
+    g.kv.retain(|(k, _)| k != "general.file_type");
+    g = g.kv("general.file_type", Val::U32(24)); // IQ1_S: not an engine format
+    let m = imp::from_bytes::gguf(&g.bytes()).unwrap();
+    assert!(m.arch.tied_embeddings);
+    assert_eq!(m.weights, None);
+    assert!(m.notes.iter().any(|n| n.contains("IQ1_S")), "{:?}", m.notes);
+}
+
+#[test]
+fn gguf_deepseek2_mla_metadata() {
+    let h = 256u64;
+    let g = Gguf::new()
+        .kv("general.architecture", Val::Str("deepseek2".into()))
+        .kv("deepseek2.block_count", Val::U32(2))
+        .kv("deepseek2.embedding_length", Val::U32(h as u32))
+        .kv("deepseek2.feed_forward_length", Val::U32(512))
+        .kv("deepseek2.attention.head_count", Val::U32(4))
+        .kv("deepseek2.attention.head_count_kv", Val::U32(1))
+        .kv("deepseek2.attention.key_length", Val::U32(576))
+        .kv("deepseek2.attention.value_length", Val::U32(512))
+        .kv("deepseek2.attention.key_length_mla", Val::U32(192))
+        .kv("deepseek2.attention.value_length_mla", Val::U32(128))
+        .kv("deepseek2.attention.kv_lora_rank", Val::U32(512))
+        .kv("deepseek2.rope.dimension_count", Val::U32(64))
+        .kv("deepseek2.expert_count", Val::U32(4))
+        .kv("deepseek2.expert_used_count", Val::U32(2))
+        .kv("deepseek2.expert_shared_count", Val::U32(1))
+        .kv("deepseek2.expert_feed_forward_length", Val::U32(256))
+        .kv("deepseek2.leading_dense_block_count", Val::U32(1))
+        .kv("deepseek2.vocab_size", Val::U32(1000))
+        .tensor("token_embd.weight", &[h, 1000], 1);
+    let m = imp::from_bytes::gguf(&g.bytes()).unwrap();
+    let mla = m.arch.mla.unwrap();
+    assert_eq!(
+        (
+            mla.kv_lora_rank,
+            mla.qk_rope_head_dim,
+            mla.qk_nope_head_dim,
+            mla.v_head_dim
+        ),
+        (512, 64, 128, 128)
+    );
+    assert_eq!(m.arch.head_dim, 192);
+    let moe = m.arch.moe.unwrap();
+    assert_eq!(
+        (
+            moe.experts,
+            moe.shared_experts,
+            moe.dense_layers,
+            moe.expert_intermediate
+        ),
+        (4, 1, 1, 256)
+    );
+    // The latent cache as declared: K 576 + V 512 per layer, f16.
+    assert_eq!(m.gguf.unwrap().kv_bytes_per_token_f16, 2 * (576 + 512) * 2);
+}
+
+#[test]
+fn gguf_split_files_are_summed() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = tiny_llama(2);
+    let (a, b) = whole.tensors.split_at(6);
+    let mut first = whole.clone().kv("split.count", Val::U32(2));
+    first.tensors = a.to_vec();
+    let mut second = Gguf::new().kv("split.count", Val::U32(2));
+    second.tensors = b.to_vec();
+    first.write_sparse(&dir.path().join("m-00001-of-00002.gguf"));
+    let p = dir.path().join("m-00001-of-00002.gguf");
+    let e = imp::import_model(&p).unwrap_err();
+    assert!(e.contains("m-00002-of-00002.gguf is missing"), "{e}");
+    second.write_sparse(&dir.path().join("m-00002-of-00002.gguf"));
+    let m = imp::import_model(&p).unwrap();
+    assert_eq!(
+        m.params_in_files,
+        Some(whole.tensors.iter().map(Tensor::elements).sum())
+    );
+    assert_eq!(m.gguf.unwrap().shards, 2);
+    assert_eq!(m.files.len(), 2);
+}
+
+/// Counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for Counting<R> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// A 14 GiB sparse GGUF: the header is read, the data never is.
+#[test]
+fn gguf_reading_never_touches_tensor_data() {
+    let (h, vocab, ff) = (4096u64, 128_256u64, 14336u64);
+    let mut g = Gguf::new()
+        .kv("general.architecture", Val::Str("llama".into()))
+        .kv("general.file_type", Val::U32(1))
+        .kv("llama.block_count", Val::U32(32))
+        .kv("llama.embedding_length", Val::U32(h as u32))
+        .kv("llama.feed_forward_length", Val::U32(ff as u32))
+        .kv("llama.attention.head_count", Val::U32(32))
+        .kv("llama.attention.head_count_kv", Val::U32(8))
+        .kv("llama.vocab_size", Val::U32(vocab as u32))
+        .tensor("token_embd.weight", &[h, vocab], 1);
+    for l in 0..32 {
+        let b = |s: &str| format!("blk.{l}.{s}.weight");
+        g = g
+            .tensor(&b("attn_norm"), &[h], 0)
+            .tensor(&b("attn_q"), &[h, h], 1)
+            .tensor(&b("attn_k"), &[h, 1024], 1)
+            .tensor(&b("attn_v"), &[h, 1024], 1)
+            .tensor(&b("attn_output"), &[h, h], 1)
+            .tensor(&b("ffn_norm"), &[h], 0)
+            .tensor(&b("ffn_gate"), &[h, ff], 1)
+            .tensor(&b("ffn_up"), &[h, ff], 1)
+            .tensor(&b("ffn_down"), &[ff, h], 1);
+    }
+    g = g
+        .tensor("output_norm.weight", &[h], 0)
+        .tensor("output.weight", &[h, vocab], 1);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("llama-8b-f16.gguf");
+    g.write_sparse(&p);
+    let len = std::fs::metadata(&p).unwrap().len();
+    assert!(len > 14 << 30);
+    let header = g.header().len() as u64;
+    let mut counting = Counting {
+        inner: std::fs::File::open(&p).unwrap(),
+        read: 0,
+    };
+    let parsed = imp::gguf::parse_from(&mut counting, len, "llama-8b-f16.gguf").unwrap();
+    assert!(
+        counting.read <= header,
+        "read {} bytes of a {header}-byte header",
+        counting.read
+    );
+    // Llama-3.1-8B's exact parameter count, from the tensor infos alone.
+    assert_eq!(parsed.elements(), 8_030_261_248);
+    let m = imp::import_model(&p).unwrap();
+    assert_eq!(m.arch.params, 8_030_261_248.0);
+    // F16 everywhere but the 65 F32 norm vectors.
+    assert_eq!(m.weight_bytes, Some(8_030_261_248 * 2 + 65 * 4096 * 2));
+}
+
+fn gguf_err(bytes: &[u8]) -> String {
+    let e = imp::from_bytes::gguf(bytes).unwrap_err();
+    assert!(e.starts_with("input.gguf: "), "{e}");
+    assert!(!e.contains('\n'));
+    e
+}
+
+#[test]
+fn broken_gguf_files_get_clear_errors() {
+    let good = tiny_llama(1).bytes();
+    let with = |at: usize, b: &[u8]| {
+        let mut v = good.clone();
+        v[at..at + b.len()].copy_from_slice(b);
+        v
+    };
+    assert!(gguf_err(b"GG").contains("file ends inside the header"));
+    assert!(gguf_err(b"GGML").contains("not a GGUF file"));
+    assert!(gguf_err(&with(0, b"GGUX")).contains("not a GGUF file"));
+    assert!(gguf_err(&with(4, &1u32.to_le_bytes())).contains("version 1"));
+    assert!(gguf_err(&with(4, &4u32.to_le_bytes())).contains("version 4 is unknown"));
+    assert!(gguf_err(&with(4, &3u32.to_be_bytes())).contains("big-endian"));
+    assert!(
+        gguf_err(&with(8, &(1u64 << 60).to_le_bytes()))
+            .contains("tensor count 1152921504606846976 cannot fit")
+    );
+    assert!(gguf_err(&with(16, &u64::MAX.to_le_bytes())).contains("metadata count"));
+    // The first key's length: beyond the file.
+    assert!(
+        gguf_err(&with(24, &(1u64 << 40).to_le_bytes())).contains("claims 1099511627776 bytes")
+    );
+    let mut short_key = tiny_llama(1).header();
+    short_key[24..32].copy_from_slice(&65_000u64.to_le_bytes());
+    assert!(gguf_err(&short_key).contains("file ends inside the header"));
+    // Tensor data missing: the file stops after the header.
+    let header_only = tiny_llama(1).header();
+    assert!(gguf_err(&header_only).contains("truncated download"));
+}
+
+#[test]
+fn every_truncation_of_a_gguf_is_an_error_not_a_panic() {
+    let good = tiny_llama(1).bytes();
+    let header = tiny_llama(1).header().len();
+    // Every cut inside the header, and every 997th byte of the data.
+    let cuts = (0..header).chain((header..good.len()).step_by(997));
+    for cut in cuts {
+        let r = imp::from_bytes::gguf(&good[..cut]);
+        assert!(r.is_err(), "cut at {cut} of {}", good.len());
+        let e = r.unwrap_err();
+        let known = [
+            "file ends inside the header",
+            "cannot fit",
+            "more than the file holds",
+            "truncated",
+        ];
+        assert!(known.iter().any(|k| e.contains(k)), "{cut}: {e}");
+    }
+    assert!(imp::from_bytes::gguf(&good).is_ok());
+}
+
+#[test]
+fn hostile_gguf_fields() {
+    let base = || {
+        Gguf::new()
+            .kv("general.architecture", Val::Str("llama".into()))
+            .kv("llama.block_count", Val::U32(1))
+            .kv("llama.embedding_length", Val::U32(32))
+            .kv("llama.feed_forward_length", Val::U32(64))
+            .kv("llama.attention.head_count", Val::U32(4))
+            .kv("llama.vocab_size", Val::U32(10))
+    };
+    // A tensor with 5 dimensions, an absurd shape, a row not a multiple of its block.
+    assert!(gguf_err(&base().tensor("t", &[1, 1, 1, 1, 1], 0).bytes()).contains("5 dimensions"));
+    let mut huge = base().tensor("t", &[1], 0);
+    huge.tensors[0].dims = vec![1 << 40, 1 << 40];
+    assert!(gguf_err(&huge.header()).contains("absurd shape"));
+    let mut odd = base().tensor("t", &[256], 12);
+    odd.tensors[0].dims = vec![100];
+    assert!(gguf_err(&odd.header()).contains("not a multiple of the block size 256"));
+    // An unknown tensor type: sized from the offsets, not refused.
+    let mut unknown = base().tensor("a", &[8], 0).tensor("b", &[8], 0);
+    let mut bytes = unknown.bytes();
+    // Tensor info "b": name (u64 length 1, 'b'), n_dims, one dim, then the type.
+    let name_b = [1, 0, 0, 0, 0, 0, 0, 0, b'b'];
+    let pos = bytes.windows(9).position(|w| w == name_b).unwrap() + 9 + 4 + 8;
+    bytes[pos..pos + 4].copy_from_slice(&99u32.to_le_bytes());
+    let m = imp::from_bytes::gguf(&bytes).unwrap();
+    assert_eq!(m.weight_bytes_by_dtype.get("type99"), Some(&32));
+    // Offsets not aligned.
+    unknown.tensors.truncate(1);
+    let mut b = unknown.bytes();
+    let at = b.len() - 32 - 8;
+    b[at..at + 8].copy_from_slice(&3u64.to_le_bytes());
+    assert!(gguf_err(&b).contains("not a multiple of the alignment"));
+    // Missing required metadata names the key.
+    let e = gguf_err(
+        &Gguf::new()
+            .kv("general.architecture", Val::Str("llama".into()))
+            .bytes(),
+    );
+    assert!(e.contains("llama.block_count is missing"), "{e}");
+    assert!(gguf_err(&Gguf::new().bytes()).contains("general.architecture is missing"));
+    // A per-layer array of the wrong length.
+    let bad_layers = base().kv("llama.attention.head_count_kv", Val::ArrI32(vec![1, 2, 3]));
+    assert!(gguf_err(&bad_layers.bytes()).contains("3 entries for 1 layers"));
+}
+
+#[test]
+fn gguf_arrays_claiming_more_than_the_file_are_refused() {
+    let g = Gguf::new().kv("a", Val::ArrI32(vec![1, 2]));
+    let mut b = g.bytes();
+    // key "a": 8 len + 1 + 4 type, then element type 4 bytes, then the u64 count.
+    let at = 24 + 8 + 1 + 4 + 4;
+    b[at..at + 8].copy_from_slice(&(1u64 << 61).to_le_bytes());
+    assert!(gguf_err(&b).contains("claims 2305843009213693952 elements"));
+    let s = Gguf::new().kv("s", Val::ArrStr(vec!["x".into()]));
+    let mut b = s.bytes();
+    b[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(gguf_err(&b).contains("more than the file holds"));
+}
+
+// ---------------------------------------------------------------- safetensors
+
+fn write_config(dir: &Path, name: &str) {
+    std::fs::copy(config_path(name), dir.join("config.json")).unwrap();
+}
+
+/// Llama-3.1-8B as a 16 GB sparse safetensors file beside its config: the header count must
+/// equal the config's shape count and the published one.
+#[test]
+fn safetensors_count_matches_config_and_reads_headers_only() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "llama-3.1-8b.json");
+    let ck = llama_checkpoint(32, 4096, 1024, 14336, 128_256, "BF16");
+    let file = dir.path().join("model.safetensors");
+    ck.write_sparse(&file);
+    let m = imp::import_model(dir.path()).unwrap();
+    assert_eq!(m.source, imp::SourceFormat::Safetensors);
+    assert_eq!(m.params_in_files, Some(8_030_261_248));
+    assert_eq!(m.params_by_shape, Some(8_030_261_248));
+    assert_eq!(m.weight_bytes, Some(16_060_522_496));
+    assert_eq!(m.weight_bytes_by_dtype.get("BF16"), Some(&16_060_522_496));
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    let len = std::fs::metadata(&file).unwrap().len();
+    let mut counting = Counting {
+        inner: std::fs::File::open(&file).unwrap(),
+        read: 0,
+    };
+    imp::safetensors::parse_from(&mut counting, len, "model.safetensors").unwrap();
+    assert!(counting.read <= ck.header().len() as u64);
+    // Opening the .safetensors file itself finds config.json beside it.
+    assert_eq!(imp::load_model(&file).unwrap().1.params, 8_030_261_248.0);
+}
+
+#[test]
+fn sharded_safetensors_through_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "qwen2.5-0.5b.json");
+    // Qwen2.5-0.5B: 24 layers, 896 wide, 2 KV heads of 64, q/k/v biases, tied head.
+    let (h, kv, ff, vocab) = (896u64, 128u64, 4864u64, 151_936u64);
+    let mut a = Safetensors::default().add("model.embed_tokens.weight", "BF16", &[vocab, h]);
+    let mut b = Safetensors::default();
+    let mut map = serde_json::Map::new();
+    map.insert(
+        "model.embed_tokens.weight".into(),
+        "model-00001-of-00002.safetensors".into(),
+    );
+    for l in 0..24u64 {
+        let p = |x: &str| format!("model.layers.{l}.{x}");
+        let tensors = [
+            (p("input_layernorm.weight"), vec![h]),
+            (p("self_attn.q_proj.weight"), vec![h, h]),
+            (p("self_attn.q_proj.bias"), vec![h]),
+            (p("self_attn.k_proj.weight"), vec![kv, h]),
+            (p("self_attn.k_proj.bias"), vec![kv]),
+            (p("self_attn.v_proj.weight"), vec![kv, h]),
+            (p("self_attn.v_proj.bias"), vec![kv]),
+            (p("self_attn.o_proj.weight"), vec![h, h]),
+            (p("post_attention_layernorm.weight"), vec![h]),
+            (p("mlp.gate_proj.weight"), vec![ff, h]),
+            (p("mlp.up_proj.weight"), vec![ff, h]),
+            (p("mlp.down_proj.weight"), vec![h, ff]),
+        ];
+        for (name, shape) in tensors {
+            let shard = if l < 12 {
+                "model-00001-of-00002.safetensors"
+            } else {
+                "model-00002-of-00002.safetensors"
+            };
+            map.insert(name.clone(), shard.into());
+            if l < 12 {
+                a = a.add(&name, "BF16", &shape)
+            } else {
+                b = b.add(&name, "BF16", &shape)
+            }
+        }
+    }
+    b = b.add("model.norm.weight", "BF16", &[h]);
+    map.insert(
+        "model.norm.weight".into(),
+        "model-00002-of-00002.safetensors".into(),
+    );
+    a.write_sparse(&dir.path().join("model-00001-of-00002.safetensors"));
+    let index = serde_json::json!({"metadata": {"total_size": a.data_len() + b.data_len()}, "weight_map": map});
+    let index_path = dir.path().join("model.safetensors.index.json");
+    std::fs::write(&index_path, serde_json::to_string(&index).unwrap()).unwrap();
+    let e = imp::import_model(&index_path).unwrap_err();
+    assert!(
+        e.contains("shard model-00002-of-00002.safetensors is missing"),
+        "{e}"
+    );
+    b.write_sparse(&dir.path().join("model-00002-of-00002.safetensors"));
+    let m = imp::import_model(&index_path).unwrap();
+    assert_eq!(m.params_in_files, Some(494_032_768));
+    assert_eq!(m.params_by_shape, Some(494_032_768));
+    assert_eq!(m.weight_bytes, Some(2 * 494_032_768));
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    assert_eq!(m.files.len(), 3);
+    // The folder finds the index too.
+    assert_eq!(
+        imp::import_model(dir.path()).unwrap().params_in_files,
+        Some(494_032_768)
+    );
+}
+
+#[test]
+fn hostile_index_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("model.safetensors.index.json");
+    std::fs::write(&p, r#"{"weight_map":{"x":"../../etc/passwd"}}"#).unwrap();
+    assert!(
+        imp::import_model(&p)
+            .unwrap_err()
+            .contains("not a plain file name")
+    );
+    std::fs::write(&p, r#"{"weight_map":{}}"#).unwrap();
+    assert!(
+        imp::import_model(&p)
+            .unwrap_err()
+            .contains("weight_map is empty")
+    );
+    std::fs::write(&p, r#"{"metadata":{}}"#).unwrap();
+    assert!(imp::import_model(&p).unwrap_err().contains("no weight_map"));
+}
+
+#[test]
+fn quantized_checkpoints_are_unpacked_to_their_parameter_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = r#"{"model_type":"llama","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,
+        "num_key_value_heads":2,"intermediate_size":512,"vocab_size":1000,"torch_dtype":"float16",
+        "quantization_config":{"quant_method":"gptq","bits":4,"group_size":128}}"#;
+    std::fs::write(dir.path().join("config.json"), cfg).unwrap();
+    let (h, kv, ff) = (256u64, 128u64, 512u64);
+    let mut s = Safetensors::default().add("model.embed_tokens.weight", "F16", &[1000, h]);
+    for l in 0..2 {
+        s = s
+            .add(
+                &format!("model.layers.{l}.input_layernorm.weight"),
+                "F16",
+                &[h],
+            )
+            .add(
+                &format!("model.layers.{l}.post_attention_layernorm.weight"),
+                "F16",
+                &[h],
+            );
+        for (name, inp, out) in [
+            ("self_attn.q_proj", h, h),
+            ("self_attn.k_proj", h, kv),
+            ("self_attn.v_proj", h, kv),
+            ("self_attn.o_proj", h, h),
+            ("mlp.gate_proj", h, ff),
+            ("mlp.up_proj", h, ff),
+            ("mlp.down_proj", ff, h),
+        ] {
+            // AutoGPTQ packing: qweight [in/8, out] I32, qzeros [in/128, out/8] I32,
+            // scales [in/128, out] F16, g_idx [in] I32.
+            let p = format!("model.layers.{l}.{name}");
+            s = s
+                .add(&format!("{p}.qweight"), "I32", &[inp / 8, out])
+                .add(&format!("{p}.qzeros"), "I32", &[inp / 128, out / 8])
+                .add(&format!("{p}.scales"), "F16", &[inp / 128, out])
+                .add(&format!("{p}.g_idx"), "I32", &[inp]);
+        }
+    }
+    s = s
+        .add("model.norm.weight", "F16", &[h])
+        .add("lm_head.weight", "F16", &[1000, h]);
+    s.write_sparse(&dir.path().join("model.safetensors"));
+    let m = imp::import_model(dir.path()).unwrap();
+    assert_eq!(m.weights, Some(WeightFormat::Gptq4));
+    assert_eq!(m.params_in_files, m.params_by_shape);
+    assert!(m.weight_bytes_by_dtype.contains_key("I32"));
+}
+
+fn st_err(bytes: &[u8]) -> String {
+    let e = imp::from_bytes::safetensors(bytes).unwrap_err();
+    assert!(e.starts_with("input.safetensors: "), "{e}");
+    e
+}
+
+#[test]
+fn broken_safetensors_files_get_clear_errors() {
+    let good = Safetensors::default()
+        .add("w", "F16", &[4, 4])
+        .add("b", "F32", &[4])
+        .bytes();
+    let h = imp::from_bytes::safetensors(&good).unwrap();
+    assert_eq!(h.tensors.len(), 2);
+    assert_eq!(h.metadata.get("format").map(String::as_str), Some("pt"));
+    let with_len = |n: u64| {
+        let mut v = good.clone();
+        v[..8].copy_from_slice(&n.to_le_bytes());
+        v
+    };
+    assert!(st_err(&with_len(u64::MAX)).contains("over the 100 MB limit"));
+    assert!(st_err(&with_len(50_000_000)).contains("file ends inside the header"));
+    assert!(st_err(&with_len(3)).contains("not valid JSON"));
+    let json = |j: &str| {
+        let mut v = (j.len() as u64).to_le_bytes().to_vec();
+        v.extend(j.as_bytes());
+        v
+    };
+    assert!(st_err(&json("[]")).contains("not a JSON object"));
+    assert!(
+        st_err(&json(
+            r#"{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}"#
+        ))
+        .contains("only 0 bytes")
+    );
+    let mut short = json(r#"{"w":{"dtype":"F16","shape":[4],"data_offsets":[0,4]}}"#);
+    short.extend([0; 4]);
+    assert!(st_err(&short).contains("needs 8 bytes but its offsets span 4"));
+    assert!(
+        st_err(&json(
+            r#"{"w":{"dtype":"F16","shape":[4],"data_offsets":[4,0]}}"#
+        ))
+        .contains("bad data_offsets")
+    );
+    assert!(
+        st_err(&json(
+            r#"{"w":{"dtype":"F16","shape":[-1],"data_offsets":[0,0]}}"#
+        ))
+        .contains("whole number")
+    );
+    assert!(
+        st_err(&json(
+            r#"{"w":{"dtype":"F16","shape":[4294967296,4294967296],"data_offsets":[0,0]}}"#
+        ))
+        .contains("absurd shape")
+    );
+    assert!(st_err(&json(r#"{"w":{"shape":[1],"data_offsets":[0,0]}}"#)).contains("no dtype"));
+    for cut in 0..good.len() {
+        assert!(
+            imp::from_bytes::safetensors(&good[..cut]).is_err(),
+            "cut {cut}"
+        );
+    }
+}
+
+#[test]
+fn safetensors_without_a_config_say_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("model.safetensors");
+    std::fs::write(&p, Safetensors::default().add("w", "F16", &[2]).bytes()).unwrap();
+    let e = imp::import_model(&p).unwrap_err();
+    assert!(e.contains("no config.json beside it"), "{e}");
+}
+
+// ---------------------------------------------------------------- diffusers and dispatch
+
+#[test]
+fn diffusers_pipeline_lists_components_with_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("model_index.json"),
+        r#"{"_class_name":"StableDiffusionXLPipeline","_diffusers_version":"0.19.0.dev0",
+            "force_zeros_for_empty_prompt":true,"scheduler":["diffusers","EulerDiscreteScheduler"],
+            "text_encoder":["transformers","CLIPTextModel"],"tokenizer":["transformers","CLIPTokenizer"],
+            "unet":["diffusers","UNet2DConditionModel"],"vae":["diffusers","AutoencoderKL"],
+            "image_encoder":[null,null]}"#,
+    )
+    .unwrap();
+    for sub in ["scheduler", "text_encoder", "tokenizer", "unet"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    std::fs::write(
+        d.join("unet/config.json"),
+        r#"{"sample_size":128,"in_channels":4,"cross_attention_dim":2048}"#,
+    )
+    .unwrap();
+    let unet = Safetensors::default()
+        .add("conv_in.weight", "F16", &[320, 4, 3, 3])
+        .add("conv_in.bias", "F16", &[320]);
+    unet.write_sparse(&d.join("unet/diffusion_pytorch_model.safetensors"));
+    std::fs::write(
+        d.join("text_encoder/config.json"),
+        r#"{"hidden_size":768,"num_hidden_layers":12}"#,
+    )
+    .unwrap();
+    let te = Safetensors::default().add(
+        "text_model.embeddings.token_embedding.weight",
+        "F16",
+        &[49408, 768],
+    );
+    te.write_sparse(&d.join("text_encoder/model.safetensors"));
+    let p = imp::import_pipeline(d).unwrap();
+    assert_eq!(p.class_name, "StableDiffusionXLPipeline");
+    let names: Vec<&str> = p.components.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["scheduler", "text_encoder", "tokenizer", "unet", "vae"]
+    );
+    let u = p.components.iter().find(|c| c.name == "unet").unwrap();
+    assert_eq!(
+        (u.class_name.as_str(), u.params, u.weight_bytes),
+        (
+            "UNet2DConditionModel",
+            Some(320 * 36 + 320),
+            Some((320 * 36 + 320) * 2)
+        )
+    );
+    assert_eq!(u.config.get("sample_size"), Some(&serde_json::json!(128)));
+    let t = p
+        .components
+        .iter()
+        .find(|c| c.name == "text_encoder")
+        .unwrap();
+    assert_eq!(t.params, Some(49408 * 768));
+    assert_eq!(t.library, "transformers");
+    let vae = p.components.iter().find(|c| c.name == "vae").unwrap();
+    assert_eq!(vae.params, None);
+    assert!(vae.notes[0].contains("missing"));
+    assert_eq!(p.weight_bytes(), (320 * 36 + 320) * 2 + 49408 * 768 * 2);
+    // `import` tells pipelines from models; `import_model` refuses a pipeline clearly.
+    assert!(matches!(
+        imp::import(d).unwrap(),
+        imp::Imported::Pipeline(_)
+    ));
+    assert!(
+        imp::import_model(d)
+            .unwrap_err()
+            .contains("diffusers pipeline")
+    );
+}
+
+#[test]
+fn dispatch_by_content_and_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A GGUF under another name is still read as GGUF (by its magic).
+    let p = d.join("weights.bin");
+    std::fs::write(&p, tiny_llama(1).bytes()).unwrap();
+    assert_eq!(
+        imp::import_model(&p).unwrap().source,
+        imp::SourceFormat::Gguf
+    );
+    // A folder with a single GGUF.
+    let sub = d.join("gguf-only");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("m.gguf"), tiny_llama(1).bytes()).unwrap();
+    assert!(matches!(
+        imp::import(&sub).unwrap(),
+        imp::Imported::Model(_)
+    ));
+    // A .gguf without the magic, an unknown extension, a missing path, an empty folder.
+    std::fs::write(d.join("fake.gguf"), b"hello world").unwrap();
+    assert!(
+        imp::import_model(&d.join("fake.gguf"))
+            .unwrap_err()
+            .contains("not a GGUF file")
+    );
+    std::fs::write(d.join("notes.txt"), b"hi").unwrap();
+    assert!(
+        imp::import_model(&d.join("notes.txt"))
+            .unwrap_err()
+            .contains("not a model file")
+    );
+    assert!(
+        imp::import_model(&d.join("nope.json"))
+            .unwrap_err()
+            .contains("cannot read")
+    );
+    let empty = d.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(
+        imp::import_model(&empty)
+            .unwrap_err()
+            .contains("no config.json")
+    );
+}
