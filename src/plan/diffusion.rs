@@ -193,6 +193,8 @@ pub struct DiffusionPlan {
     pub quality_note: String,
     /// Memory the card must hold with the plan applied.
     pub required_bytes: u64,
+    /// This process's peak with the plan applied (nvidia-smi's figure).
+    pub process_bytes: u64,
     pub capacity_bytes: u64,
     /// Largest width × height (same aspect, multiples of 64) and batch that fit with the plan.
     pub max_width: u32,
@@ -321,6 +323,7 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
         return DiffusionPlan {
             capacity_bytes: capacity,
             required_bytes: base_b.required_bytes(),
+            process_bytes: base_b.peak.process_bytes,
             speed_factor: 1.0,
             max_width: mw,
             max_height: mh,
@@ -358,11 +361,47 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
         speed_factor: speed,
         quality_note,
         required_bytes: estimate(&planned).required_bytes(),
+        process_bytes: estimate(&planned).peak.process_bytes,
         capacity_bytes: capacity,
         max_width: mw,
         max_height: mh,
         max_batch: max_batch(&planned),
         why,
+    }
+}
+
+/// The `vram-doctor plan` JSON result (DESIGN.md) for a diffusion run.
+pub fn plan_result(w: &DiffusionWorkload) -> super::PlanResult {
+    let b = estimate(w);
+    let p = plan(w);
+    let found = p.fits_as_is
+        || !p.strategies.is_empty()
+        || p.runs_streaming && p.required_bytes <= p.capacity_bytes;
+    let size = if p.max_width > 0 {
+        format!(
+            "; largest size that fits: {}x{}, largest batch: {}",
+            p.max_width, p.max_height, p.max_batch
+        )
+    } else {
+        String::new()
+    };
+    super::PlanResult {
+        capacity_bytes: b.capacity_bytes,
+        fits: b.fits(),
+        peak: b.peak,
+        warnings: b.warnings.clone(),
+        components: b.components,
+        plan: super::Plan {
+            strategies: p.labels.clone(),
+            speed_factor: p.speed_factor,
+            quality_note: p.quality_note.clone(),
+            fits: found,
+            process_bytes: p.process_bytes,
+            max_batch: (p.max_batch > 0).then_some(p.max_batch),
+            max_seq: None,
+            why: format!("{}{size}", p.why),
+            changes: Vec::new(),
+        },
     }
 }
 
@@ -384,6 +423,15 @@ mod tests {
         let mut w = DiffusionWorkload::for_preset(gpu, Bus::default(), model).unwrap();
         w.run.engine = engine;
         w
+    }
+
+    #[test]
+    fn json_result_carries_the_plan() {
+        let r = plan_result(&wl("flux-dev", 12.0, Engine::ComfyUi));
+        assert!(r.plan.fits && !r.plan.strategies.is_empty(), "{:?}", r.plan);
+        assert!(r.plan.process_bytes > 0 && r.plan.speed_factor >= 1.0);
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["components"].as_array().is_some_and(|c| !c.is_empty()));
     }
 
     #[test]
