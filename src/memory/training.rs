@@ -14,7 +14,6 @@ use super::lora::lora_params;
 use super::optimizer::{state_bytes, step_temp_bytes};
 use super::options::*;
 use super::overhead;
-use super::weights::weight_bytes;
 use super::workload::{Run, Workload};
 
 /// Bytes per vocabulary entry per token alive at the loss: bf16 logits (2), their fp32 upcast
@@ -22,6 +21,10 @@ use super::workload::{Run, Workload};
 /// upcast's gradient (4) — transformers `ForCausalLMLoss` (`loss/loss_utils.py`: `logits.float()`
 /// then `cross_entropy`).
 pub const LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 18.0;
+
+/// Chunked cross-entropy keeps the bf16 logits (2 bytes) and upcasts one chunk of eight at a
+/// time (torchtune `CEWithChunkedOutputLoss`, 8 chunks: 16/8 bytes of fp32 buffers).
+pub const CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 2.0 + 16.0 / 8.0;
 
 /// Caching-allocator slack per byte of logits/loss buffers in training: the ms-swift benchmark
 /// rows (Qwen-1.8B/7B/14B LoRA, GC + flash attention, `max_memory_reserved`) grow by the same
@@ -58,7 +61,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
 
     let (weights, grads, states, temp, adapters) = match r.method {
         Method::Full => full_model_states(a, r, n),
-        Method::Lora | Method::Qlora => adapter_model_states(a, r),
+        Method::Lora | Method::Qlora => adapter_model_states(a, r, w.weight_bytes().gpu),
     };
     b.add("weights", "Model weights", weights, Layer::Tensor);
     b.add(
@@ -85,7 +88,13 @@ pub fn estimate(w: &Workload) -> Breakdown {
         r.checkpointing,
     );
     let logits = match r.objective {
-        Objective::CausalLm => tokens * f64::from(a.vocab) * LOGITS_BYTES_PER_VOCAB_TOKEN,
+        Objective::CausalLm => {
+            let per = match r.loss {
+                Loss::Standard => LOGITS_BYTES_PER_VOCAB_TOKEN,
+                Loss::Chunked => CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN,
+            };
+            tokens * f64::from(a.vocab) * per
+        }
         Objective::Classification => 0.0,
     };
     // The step's temporaries and the backward activations never coexist.
@@ -154,8 +163,8 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
 /// LoRA/QLoRA: frozen base weights (16-bit, or quantized with PEFT's
 /// `prepare_model_for_kbit_training` upcasting the remaining 16-bit bitsandbytes parameters —
 /// embeddings, head, norms — to fp32), plus fp32 adapters with their gradients and states.
-fn adapter_model_states(a: &ModelArch, r: &Run) -> (f64, f64, f64, f64, f64) {
-    let mut base = weight_bytes(a, r.weights, r.engine).gpu;
+fn adapter_model_states(a: &ModelArch, r: &Run, base: f64) -> (f64, f64, f64, f64, f64) {
+    let mut base = base;
     if matches!(
         r.weights,
         WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Int8

@@ -47,6 +47,8 @@ pub struct RunSection {
     /// What the model is trained or run for: `causal-lm` (next-token logits over the
     /// vocabulary, the default) or `classification` (a small head, no vocabulary logits).
     pub objective: Option<Objective>,
+    /// Training loss computation: `standard` or `chunked`.
+    pub loss: Option<Loss>,
     pub weights: Option<String>,
     pub batch: Option<i64>,
     pub seq: Option<i64>,
@@ -185,6 +187,7 @@ impl GpuTarget {
 pub struct Run {
     pub task: Task,
     pub objective: Objective,
+    pub loss: Loss,
     pub weights: WeightFormat,
     pub batch: u32,
     pub seq: u32,
@@ -211,6 +214,7 @@ impl Default for Run {
         Run {
             task: Task::Inference,
             objective: Objective::CausalLm,
+            loss: Loss::Standard,
             weights: WeightFormat::Bf16,
             batch: 1,
             seq: 4096,
@@ -241,10 +245,33 @@ pub struct Workload {
     pub model_name: String,
     pub model: ModelArch,
     pub run: Run,
+    /// Exact weight bytes read from the model's files, valid while `run.weights` is the
+    /// format the files hold.
+    #[serde(default)]
+    pub file_weights: Option<FileWeights>,
 }
 
-/// Loads a model architecture from a file (`hf_config`/`file`); filled in by the importers.
-pub type ModelLoader = fn(&Path) -> Result<(String, ModelArch), String>;
+/// What a model file says about its own weights.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FileWeights {
+    pub format: WeightFormat,
+    /// Bytes of all weight tensors.
+    pub total_bytes: f64,
+    /// Bytes llama.cpp keeps in host memory (the token embedding of a GGUF file).
+    pub host_bytes: f64,
+}
+
+/// A model read from files by an importer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedModel {
+    pub name: String,
+    pub arch: ModelArch,
+    pub weights: Option<FileWeights>,
+}
+
+/// Loads a model from a file (`hf_config`/`file`); `crate::import::load_model` is the one the
+/// command line and GUI use.
+pub type ModelLoader = fn(&Path) -> Result<LoadedModel, String>;
 
 fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
     match v {
@@ -261,13 +288,16 @@ impl WorkloadFile {
     /// paths in the file are taken from; `loader` imports model files.
     pub fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<Workload, String> {
         let gpu = self.gpu.resolve()?;
-        let (model_name, model) = self.model.resolve(base, loader)?;
-        let run = self.run.resolve(&model)?;
+        let loaded = self.model.resolve(base, loader)?;
+        let run = self
+            .run
+            .resolve_with(&loaded.arch, loaded.weights.map(|f| f.format))?;
         Ok(Workload {
             gpu,
-            model_name,
-            model,
+            model_name: loaded.name,
+            model: loaded.arch,
             run,
+            file_weights: loaded.weights,
         })
     }
 }
@@ -314,11 +344,7 @@ fn check_vram(v: f64) -> Result<u64, String> {
 }
 
 impl ModelSection {
-    fn resolve(
-        &self,
-        base: &Path,
-        loader: Option<ModelLoader>,
-    ) -> Result<(String, ModelArch), String> {
+    fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<LoadedModel, String> {
         let sources = [
             self.preset.is_some(),
             self.hf_config.is_some(),
@@ -327,13 +353,16 @@ impl ModelSection {
         if sources.iter().filter(|s| **s).count() > 1 {
             return Err("model: give only one of model.preset, model.hf_config, model.file".into());
         }
+        let mut file_weights = None;
         let (name, mut arch) = if let Some(p) = &self.preset {
             let m = Catalog::get().model(p)?;
             (m.name.clone(), m.arch.clone())
         } else if let Some(path) = self.hf_config.as_ref().or(self.file.as_ref()) {
             let load =
                 loader.ok_or("model: importing model files is not available in this build")?;
-            load(&base.join(path))?
+            let m = load(&base.join(path))?;
+            file_weights = m.weights;
+            (m.name, m.arch)
         } else {
             let need = |f: &str, v: Option<u32>| {
                 v.ok_or_else(|| {
@@ -390,12 +419,29 @@ impl ModelSection {
             arch.sliding_window = self.sliding_window;
         }
         arch.validate()?;
-        Ok((name, arch))
+        if self.params.is_some() {
+            // The byte count no longer describes the model the user asked for.
+            file_weights = None;
+        }
+        Ok(LoadedModel {
+            name,
+            arch,
+            weights: file_weights,
+        })
     }
 }
 
 impl RunSection {
     pub fn resolve(&self, model: &ModelArch) -> Result<Run, String> {
+        self.resolve_with(model, None)
+    }
+
+    /// `file_format` is the format the model's files hold, the default for `run.weights`.
+    pub fn resolve_with(
+        &self,
+        model: &ModelArch,
+        file_format: Option<WeightFormat>,
+    ) -> Result<Run, String> {
         let d = Run::default();
         let task = self.task.unwrap_or(d.task);
         let method = self.method.unwrap_or(d.method);
@@ -407,7 +453,7 @@ impl RunSection {
                 )
             })?,
             None if method == Method::Qlora => WeightFormat::Nf4,
-            None => d.weights,
+            None => file_format.unwrap_or(d.weights),
         };
         let kv_cache = match &self.kv_cache {
             Some(k) => k.parse::<KvDtype>().map_err(|_| {
@@ -469,6 +515,7 @@ impl RunSection {
         Ok(Run {
             task,
             objective: self.objective.unwrap_or(d.objective),
+            loss: self.loss.unwrap_or(d.loss),
             weights,
             batch: int_in("run.batch", self.batch, d.batch, 1, 1_000_000)?,
             seq,

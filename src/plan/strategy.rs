@@ -46,6 +46,8 @@ pub enum Strategy {
     Offload { offload: Offload },
     /// Shorter context.
     Context { seq: u32 },
+    /// Chunked (fused) cross-entropy: no full fp32 logits.
+    ChunkedLoss,
 }
 
 impl Strategy {
@@ -72,6 +74,7 @@ impl Strategy {
             Strategy::Optimizer8bit => n.optimizer = Optimizer::AdamW8bit,
             Strategy::Zero { stage } => n.zero_stage = *stage,
             Strategy::Offload { offload } => n.offload = *offload,
+            Strategy::ChunkedLoss => n.loss = Loss::Chunked,
             Strategy::Context { seq } => {
                 n.seq = *seq;
                 n.prompt = n.prompt.min(*seq);
@@ -119,6 +122,8 @@ impl Strategy {
             } => 0.3,
             Strategy::Offload { .. } => 0.6,
             Strategy::Context { .. } => 1.0,
+            // torchtune reports chunked CE at about the same step time.
+            Strategy::ChunkedLoss => 0.98,
         }
     }
 
@@ -164,6 +169,7 @@ impl Strategy {
             Strategy::Zero { stage } => format!("ZeRO stage {stage}"),
             Strategy::Offload { offload } => format!("offload {offload} to CPU RAM"),
             Strategy::Context { seq } => format!("context {seq} tokens"),
+            Strategy::ChunkedLoss => "chunked cross-entropy (no full fp32 logits)".into(),
         }
     }
 }
@@ -192,6 +198,7 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
             },
         ]);
         groups.push(vec![Strategy::FlashAttention]);
+        groups.push(vec![Strategy::ChunkedLoss]);
         groups.push(vec![Strategy::Optimizer8bit]);
         groups.push(vec![Strategy::PureBf16]);
         let mut micro = Vec::new();
