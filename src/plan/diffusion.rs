@@ -370,41 +370,6 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
     }
 }
 
-/// The `vram-doctor plan` JSON result (DESIGN.md) for a diffusion run.
-pub fn plan_result(w: &DiffusionWorkload) -> super::PlanResult {
-    let b = estimate(w);
-    let p = plan(w);
-    let found = p.fits_as_is
-        || !p.strategies.is_empty()
-        || p.runs_streaming && p.required_bytes <= p.capacity_bytes;
-    let size = if p.max_width > 0 {
-        format!(
-            "; largest size that fits: {}x{}, largest batch: {}",
-            p.max_width, p.max_height, p.max_batch
-        )
-    } else {
-        String::new()
-    };
-    super::PlanResult {
-        capacity_bytes: b.capacity_bytes,
-        fits: b.fits(),
-        peak: b.peak,
-        warnings: b.warnings.clone(),
-        components: b.components,
-        plan: super::Plan {
-            strategies: p.labels.clone(),
-            speed_factor: p.speed_factor,
-            quality_note: p.quality_note.clone(),
-            fits: found,
-            process_bytes: p.process_bytes,
-            max_batch: (p.max_batch > 0).then_some(p.max_batch),
-            max_seq: None,
-            why: format!("{}{size}", p.why),
-            changes: Vec::new(),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,15 +388,6 @@ mod tests {
         let mut w = DiffusionWorkload::for_preset(gpu, Bus::default(), model).unwrap();
         w.run.engine = engine;
         w
-    }
-
-    #[test]
-    fn json_result_carries_the_plan() {
-        let r = plan_result(&wl("flux-dev", 12.0, Engine::ComfyUi));
-        assert!(r.plan.fits && !r.plan.strategies.is_empty(), "{:?}", r.plan);
-        assert!(r.plan.process_bytes > 0 && r.plan.speed_factor >= 1.0);
-        let j = serde_json::to_value(&r).unwrap();
-        assert!(j["components"].as_array().is_some_and(|c| !c.is_empty()));
     }
 
     #[test]

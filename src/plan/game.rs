@@ -214,68 +214,6 @@ pub fn advise(w: &GameWorkload) -> GameAdvice {
     }
 }
 
-impl SettingChange {
-    /// "texture quality ultra → high (saves 2.04 GiB)".
-    pub fn describe(&self) -> String {
-        format!(
-            "{} {} → {} (saves {})",
-            self.setting,
-            self.from,
-            self.to,
-            crate::units::human(self.saves_bytes)
-        )
-    }
-}
-
-/// The `vram-doctor plan` JSON result (DESIGN.md) for a game: the plan lists the settings to
-/// lower until the game fits its budget, the warnings carry the signs of running out.
-pub fn plan_result(w: &GameWorkload) -> super::PlanResult {
-    let b = estimate(w);
-    let a = advise(w);
-    let after = a
-        .use_bytes
-        .saturating_sub(a.to_fit.iter().map(|c| c.saves_bytes).sum());
-    let verdict = match a.verdict {
-        Verdict::Fits => "fits the budget",
-        Verdict::Tight => "fits, but within 10% of the budget",
-        Verdict::OverBudget => "over the budget Windows gives the game",
-    };
-    let mut warnings = b.warnings.clone();
-    warnings.extend(a.signs.iter().cloned());
-    let first = a
-        .lower_first
-        .first()
-        .map(|c| format!("; lower first: {}", c.describe()))
-        .unwrap_or_default();
-    super::PlanResult {
-        capacity_bytes: b.capacity_bytes,
-        fits: a.verdict != Verdict::OverBudget,
-        peak: b.peak,
-        warnings,
-        components: b.components,
-        plan: super::Plan {
-            strategies: a.to_fit.iter().map(SettingChange::describe).collect(),
-            speed_factor: 1.0,
-            quality_note: if a.to_fit.is_empty() {
-                "unchanged".into()
-            } else {
-                "lower settings".into()
-            },
-            fits: after <= a.budget_bytes,
-            process_bytes: after,
-            max_batch: None,
-            max_seq: None,
-            why: format!(
-                "uses {} of a {} budget ({} card): {verdict}{first}",
-                crate::units::human(a.use_bytes),
-                crate::units::human(a.budget_bytes),
-                crate::units::human(a.capacity_bytes)
-            ),
-            changes: Vec::new(),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,21 +259,6 @@ mod tests {
             .map(|c| c.saving_per_quality())
             .collect();
         assert!(ratios.windows(2).all(|p| p[0] >= p[1]));
-    }
-
-    #[test]
-    fn json_result_lists_the_steps_and_signs() {
-        let run = GameRun {
-            resolution: "4k".parse().unwrap(),
-            texture_quality: TextureQuality::Ultra,
-            ray_tracing: true,
-            ..Default::default()
-        };
-        let r = plan_result(&wl("hogwarts-legacy", 8.0, run));
-        assert!(!r.fits && r.plan.fits, "{:?}", r.plan);
-        assert!(r.plan.strategies[0].contains("→"));
-        assert!(r.warnings.iter().any(|w| w.contains("stutter")));
-        assert!(r.plan.why.contains("over the budget"));
     }
 
     #[test]
