@@ -340,8 +340,13 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
     } else {
         "4-bit weights: fine detail can soften".to_string()
     };
-    let why = if set.is_empty() {
+    let why = if set.is_empty() && fits_as_is {
         "fits as is".to_string()
+    } else if set.is_empty() {
+        format!(
+            "runs as is by streaming {} of weights from system RAM every step (about {speed:.2}× the time); every change that avoids it costs more",
+            crate::units::human(place(w).streamed_bytes as u64)
+        )
     } else {
         format!(
             "{} brings the peak to {} of {}",
