@@ -55,6 +55,17 @@ fn format_in(text: &str) -> Option<String> {
             return Some(g.into());
         }
     }
+    // torchao and quanto store int4/int8 group-wise and quantize every linear layer, T5's `wo`
+    // included (unlike bitsandbytes, which keeps it in fp32): the GGUF block formats of the
+    // same bits per weight stand in for them (int4 with 128-groups ≈ 4.25-4.5 bits; int8 ≈ 8.5).
+    if t.contains("torchao") || t.contains("quanto") {
+        if t.contains("int4") {
+            return Some("q4_0".into());
+        }
+        if t.contains("int8") {
+            return Some("q8_0".into());
+        }
+    }
     let f = if t.contains("fp8") || t.contains("float8") || t.contains("e4m3") {
         "fp8"
     } else if t.contains("nf4") || t.contains("4-bit") || t.contains("4bit") || t.contains("int4") {
@@ -210,5 +221,10 @@ mod tests {
         assert!(case(&t).unwrap_err().contains("training"));
         assert_eq!(format_in("GGUF Q4_1").as_deref(), Some("q4_1"));
         assert_eq!(format_in("bnb 4-bit nf4").as_deref(), Some("nf4"));
+        assert_eq!(
+            format_in("torchao int4_weight_only").as_deref(),
+            Some("q4_0")
+        );
+        assert_eq!(format_in("quanto int8").as_deref(), Some("q8_0"));
     }
 }

@@ -85,6 +85,65 @@ pub struct PlanArgs {
     /// Write the exports here (a file for one, a directory for several) instead of stdout.
     #[arg(long, requires = "export")]
     pub out: Option<PathBuf>,
+    // Diffusion (task diffusion; `--model` names a preset from `presets list diffusion`).
+    /// Image width in pixels (multiple of 8).
+    #[arg(long)]
+    pub width: Option<i64>,
+    /// Image height in pixels (multiple of 8).
+    #[arg(long)]
+    pub height: Option<i64>,
+    /// Output frames of a video model.
+    #[arg(long)]
+    pub frames: Option<i64>,
+    /// Decode the image in tiles (ComfyUI "VAE Decode (Tiled)", diffusers enable_vae_tiling).
+    #[arg(long)]
+    pub vae_tiling: bool,
+    /// diffusers enable_vae_slicing: decode a batch one image at a time.
+    #[arg(long)]
+    pub vae_slicing: bool,
+    /// ComfyUI VRAM mode: normal lowvram novram highvram gpu-only.
+    #[arg(long)]
+    pub vram_mode: Option<crate::memory::diffusion::VramMode>,
+    /// diffusers offloading: none model sequential.
+    #[arg(long)]
+    pub cpu_offload: Option<crate::memory::diffusion::CpuOffload>,
+    /// Text-encoder weights: one format, or one per encoder ("fp8,fp16,fp8").
+    #[arg(long)]
+    pub text_encoder_weights: Option<String>,
+    /// Run the text encoders on the CPU.
+    #[arg(long)]
+    pub text_encoder_on_cpu: bool,
+    /// LoRAs loaded (each of --lora-rank).
+    #[arg(long)]
+    pub loras: Option<i64>,
+    /// ControlNets loaded.
+    #[arg(long)]
+    pub controlnets: Option<i64>,
+    /// An IP-Adapter with its image encoder.
+    #[arg(long)]
+    pub ip_adapter: bool,
+    /// ComfyUI --reserve-vram, GiB.
+    #[arg(long)]
+    pub reserve_vram_gib: Option<f64>,
+    // Games (task game).
+    /// A game preset (see `vram-doctor presets list games`); implies --task game.
+    #[arg(long)]
+    pub game: Option<String>,
+    /// Display resolution: 2560x1440, 1440p, 4k.
+    #[arg(long)]
+    pub resolution: Option<String>,
+    /// Texture quality: low medium high ultra.
+    #[arg(long)]
+    pub texture_quality: Option<String>,
+    /// Ray tracing on.
+    #[arg(long)]
+    pub rt: bool,
+    /// Frame generation on.
+    #[arg(long)]
+    pub frame_gen: bool,
+    /// Upscaler: none quality balanced performance ultra-performance.
+    #[arg(long)]
+    pub upscaler: Option<String>,
 }
 
 impl PlanArgs {
@@ -127,6 +186,35 @@ impl PlanArgs {
         set(&mut r.offload, self.offload);
         set(&mut r.gpu_memory_utilization, self.gpu_memory_utilization);
         set(&mut r.other_processes_gib, self.other_gib);
+        set(&mut r.width, self.width);
+        set(&mut r.height, self.height);
+        set(&mut r.frames, self.frames);
+        set(&mut r.vae_tiling, self.vae_tiling.then_some(true));
+        set(&mut r.vae_slicing, self.vae_slicing.then_some(true));
+        set(&mut r.vram_mode, self.vram_mode);
+        set(&mut r.cpu_offload, self.cpu_offload);
+        set(
+            &mut r.text_encoder_weights,
+            self.text_encoder_weights.clone(),
+        );
+        set(
+            &mut r.text_encoder_on_cpu,
+            self.text_encoder_on_cpu.then_some(true),
+        );
+        set(&mut r.loras, self.loras);
+        set(&mut r.controlnets, self.controlnets);
+        set(&mut r.ip_adapter, self.ip_adapter.then_some(true));
+        set(&mut r.reserve_vram_gib, self.reserve_vram_gib);
+        set(&mut r.resolution, self.resolution.clone());
+        set(&mut r.texture_quality, self.texture_quality.clone());
+        set(&mut r.ray_tracing, self.rt.then_some(true));
+        set(&mut r.frame_generation, self.frame_gen.then_some(true));
+        set(&mut r.upscaler, self.upscaler.clone());
+        if self.game.is_some() {
+            f.model = Default::default();
+            f.model.preset = self.game.clone();
+            f.run.task.get_or_insert(Task::Game);
+        }
         Ok(f)
     }
 
@@ -415,5 +503,45 @@ mod tests {
         let w = a.resolve().unwrap();
         assert_eq!(w.run.batch, 3);
         assert_eq!(w.gpu.vram_bytes, 24 << 30);
+    }
+
+    #[test]
+    fn diffusion_and_game_flags_reach_the_workload() {
+        let a = PlanArgs {
+            task: Some(Task::Diffusion),
+            vram_gib: Some(12.0),
+            model: Some("sdxl".into()),
+            width: Some(1216),
+            height: Some(832),
+            vae_tiling: true,
+            vram_mode: Some(crate::memory::diffusion::VramMode::Low),
+            ..Default::default()
+        };
+        let AnyWorkload::Diffusion(d) = a.resolve_any().unwrap() else {
+            panic!("not diffusion")
+        };
+        assert_eq!((d.run.width, d.run.height), (1216, 832));
+        assert!(d.run.vae_tiling);
+        assert_eq!(d.run.vram_mode, crate::memory::diffusion::VramMode::Low);
+        let g = PlanArgs {
+            gpu: Some("rtx-4060".into()),
+            game: Some("cyberpunk-2077".into()),
+            resolution: Some("2560x1440".into()),
+            texture_quality: Some("ultra".into()),
+            rt: true,
+            ..Default::default()
+        };
+        let AnyWorkload::Game(w) = g.resolve_any().unwrap() else {
+            panic!("not a game")
+        };
+        assert_eq!(w.run.resolution.width, 2560);
+        assert!(w.run.ray_tracing && w.game.is_some());
+        let bad = PlanArgs {
+            game: Some("cyberpunk-2077".into()),
+            vram_gib: Some(8.0),
+            resolution: Some("wide".into()),
+            ..Default::default()
+        };
+        assert!(bad.resolve_any().unwrap_err().contains("run.resolution"));
     }
 }

@@ -1,4 +1,4 @@
-//! `vram-doctor presets list [gpus|models]`.
+//! `vram-doctor presets list [gpus|models|diffusion|games]`.
 
 use crate::catalog::Catalog;
 use clap::{Args, Subcommand, ValueEnum};
@@ -22,6 +22,8 @@ pub enum PresetsAction {
 pub enum PresetKind {
     Gpus,
     Models,
+    Diffusion,
+    Games,
 }
 
 pub fn run(a: &PresetsArgs) -> Result<(), String> {
@@ -58,6 +60,18 @@ pub fn run(a: &PresetsArgs) -> Result<(), String> {
                 m.name
             );
         }
+    }
+    if matches!(kind, None | Some(PresetKind::Diffusion)) {
+        if kind.is_none() {
+            println!();
+        }
+        print!("{}", crate::memory::diffusion::catalog::listing());
+    }
+    if matches!(kind, None | Some(PresetKind::Games)) {
+        if kind.is_none() {
+            println!();
+        }
+        print!("{}", crate::memory::game::catalog::listing());
     }
     Ok(())
 }

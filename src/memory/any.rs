@@ -32,7 +32,24 @@ pub fn resolve_any(
             file.gpu.resolve()?,
         )?)),
         Some(Task::Game) => Ok(AnyWorkload::Game(game::resolve(file, file.gpu.resolve()?)?)),
-        _ => file.resolve(base, loader).map(AnyWorkload::Llm),
+        _ => file
+            .resolve(base, loader)
+            .map(AnyWorkload::Llm)
+            .map_err(|e| with_task_hint(e, file)),
+    }
+}
+
+/// An LLM error about a model preset that is a diffusion model or a game says which task to set.
+fn with_task_hint(e: String, file: &WorkloadFile) -> String {
+    let Some(p) = file.model.preset.as_deref() else {
+        return e;
+    };
+    if diffusion::DiffusionCatalog::get().model(p).is_ok() {
+        format!("{e} ('{p}' is a diffusion model: set run.task = \"diffusion\" / --task diffusion)")
+    } else if game::GameCatalog::get().game(p).is_ok() {
+        format!("{e} ('{p}' is a game: set run.task = \"game\" / --task game)")
+    } else {
+        e
     }
 }
 
@@ -71,9 +88,14 @@ mod tests {
             "[gpu]\nvram_gib = 12\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"diffusion\"\n",
             "[gpu]\nvram_gib = 12\n[run]\ntask = \"game\"\nresolution = \"big\"\n",
             "[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\n",
+            "[gpu]\nvram_gib = 12\n[model]\npreset = \"sdxl\"\n",
         ] {
             let e = run(t).unwrap_err();
             assert!(!e.contains('\n') && !e.is_empty(), "{e}");
         }
+        let e = run("[gpu]\nvram_gib = 12\n[model]\npreset = \"flux-dev\"\n").unwrap_err();
+        assert!(e.contains("task = \"diffusion\""), "{e}");
+        let e = run("[gpu]\nvram_gib = 12\n[model]\npreset = \"doom-eternal\"\n").unwrap_err();
+        assert!(e.contains("--task game"), "{e}");
     }
 }

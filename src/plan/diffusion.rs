@@ -193,6 +193,8 @@ pub struct DiffusionPlan {
     pub quality_note: String,
     /// Memory the card must hold with the plan applied.
     pub required_bytes: u64,
+    /// This process's peak with the plan applied (nvidia-smi's figure).
+    pub process_bytes: u64,
     pub capacity_bytes: u64,
     /// Largest width × height (same aspect, multiples of 64) and batch that fit with the plan.
     pub max_width: u32,
@@ -321,6 +323,7 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
         return DiffusionPlan {
             capacity_bytes: capacity,
             required_bytes: base_b.required_bytes(),
+            process_bytes: base_b.peak.process_bytes,
             speed_factor: 1.0,
             max_width: mw,
             max_height: mh,
@@ -337,8 +340,13 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
     } else {
         "4-bit weights: fine detail can soften".to_string()
     };
-    let why = if set.is_empty() {
+    let why = if set.is_empty() && fits_as_is {
         "fits as is".to_string()
+    } else if set.is_empty() {
+        format!(
+            "runs as is by streaming {} of weights from system RAM every step (about {speed:.2}× the time); every change that avoids it costs more",
+            crate::units::human(place(w).streamed_bytes as u64)
+        )
     } else {
         format!(
             "{} brings the peak to {} of {}",
@@ -358,6 +366,7 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
         speed_factor: speed,
         quality_note,
         required_bytes: estimate(&planned).required_bytes(),
+        process_bytes: estimate(&planned).peak.process_bytes,
         capacity_bytes: capacity,
         max_width: mw,
         max_height: mh,

@@ -118,6 +118,32 @@ impl DiffusionCatalog {
     }
 }
 
+/// The `presets list diffusion` table: models with their parts and native size.
+pub fn listing() -> String {
+    let c = DiffusionCatalog::get();
+    let mut out = format!(
+        "{:<18} {:>8} {:>10}  {:<28} NAME\n",
+        "DIFFUSION MODEL", "PARAMS", "NATIVE", "TEXT ENCODERS + VAE"
+    );
+    for m in &c.models {
+        let size = if m.native_frames > 0 {
+            format!("{}x{}x{}", m.native_width, m.native_height, m.native_frames)
+        } else {
+            format!("{}x{}", m.native_width, m.native_height)
+        };
+        let parts = format!("{} + {}", m.text_encoders.join(","), m.vae);
+        out += &format!(
+            "{:<18} {:>7.2}B {:>10}  {:<28} {}\n",
+            m.id,
+            m.params / 1e9,
+            size,
+            parts,
+            m.name
+        );
+    }
+    out
+}
+
 fn positive(what: &str, v: f64) -> Result<(), String> {
     if v.is_finite() && v > 0.0 {
         Ok(())
@@ -240,6 +266,18 @@ mod tests {
         // Flux.1-dev transformer is 23.8 GB in bf16 (diffusers quantization blog).
         let flux = c.model("black-forest-labs/FLUX.1-dev").unwrap();
         assert!((flux.params * 2.0 / 1e9 - 23.8).abs() < 0.01);
+    }
+
+    #[test]
+    fn listing_names_every_model() {
+        let l = listing();
+        assert!(
+            DiffusionCatalog::get()
+                .models
+                .iter()
+                .all(|m| l.contains(&m.id))
+        );
+        assert!(l.contains("clip-l,t5-xxl + sd3-vae"), "{l}");
     }
 
     #[test]

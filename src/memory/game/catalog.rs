@@ -70,6 +70,35 @@ impl GameCatalog {
     }
 }
 
+/// The `presets list games` table: each title with its measurements.
+pub fn listing() -> String {
+    let mut out = format!(
+        "{:<30} {:<44} NAME\n",
+        "GAME", "MEASURED (GiB @ resolution, textures, RT)"
+    );
+    for g in &GameCatalog::get().games {
+        let m: Vec<String> = g
+            .measured
+            .iter()
+            .map(|m| {
+                format!(
+                    "{:.1}@{}{}{}",
+                    m.vram_gib,
+                    m.res().height,
+                    if m.texture_quality.as_str() == "ultra" {
+                        "u"
+                    } else {
+                        ""
+                    },
+                    if m.ray_tracing { "+RT" } else { "" }
+                )
+            })
+            .collect();
+        out += &format!("{:<30} {:<44} {}\n", g.id, m.join(" "), g.name);
+    }
+    out
+}
+
 /// Parses and checks the catalog: every row measured, numbers in range, resolutions valid.
 pub fn parse(text: &str) -> Result<GameCatalog, String> {
     let c: GameCatalog =
@@ -116,6 +145,15 @@ mod tests {
                 .all(|g| g.measured.iter().all(|m| !m.source.is_empty()))
         );
         assert_eq!(c.game("Cyberpunk").unwrap().id, "cyberpunk-2077");
+    }
+
+    #[test]
+    fn listing_shows_measurements() {
+        let l = listing();
+        assert!(
+            l.contains("cyberpunk-2077") && l.contains("12.0@2160u+RT"),
+            "{l}"
+        );
     }
 
     #[test]
