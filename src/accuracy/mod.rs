@@ -6,6 +6,7 @@
 //! either becomes a [`Case`] or is skipped with a reason.
 
 mod llm_rows;
+mod measured_rows;
 mod report;
 
 pub use report::{KindStats, Report, RowResult};
@@ -54,14 +55,20 @@ pub struct Case {
     pub figure: Figure,
 }
 
-/// Estimates a case's figure in bytes.
+/// Estimates a case's figure in bytes (model files through the importer).
 pub fn estimate_case(c: &Case) -> Result<u64, String> {
-    let w = c.workload.resolve(Path::new("."), None)?;
+    let w = c
+        .workload
+        .resolve(Path::new("."), Some(crate::import::load_model))?;
     Ok(c.figure.of(&memory::estimate(&w)))
 }
 
 /// Maps a row to a case, or says why it cannot be expressed.
 pub fn case_for_row(row: &Value) -> Result<Case, String> {
+    if measured_rows::is_harness_row(row) {
+        // `workload_file` is relative to the repository root, where the benchmark runs.
+        return measured_rows::case(row, Path::new("."));
+    }
     let kind = row["workload"].as_str().unwrap_or("");
     if kind.starts_with("llm_") || kind == "runtime_overhead" {
         llm_rows::case(row)
