@@ -347,3 +347,47 @@ fn bad_workload_files_get_one_clear_line_and_exit_2() {
         assert!(!out.exists(), "{name}: nothing written for a bad file");
     }
 }
+
+#[test]
+fn workloads_not_run_still_get_a_row_and_fail_the_dry_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("late.jsonl");
+    // A deadline already past when the first workload would start: every file gets an error row.
+    let o = harness(&[
+        "--dry-run",
+        "tests/calibration/grid",
+        "--only",
+        "llama8b",
+        "--deadline-s",
+        "1e-9",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let n = grid_files()
+        .iter()
+        .filter(|f| f.to_string_lossy().contains("llama8b"))
+        .count();
+    let text = std::fs::read_to_string(&out).expect("rows written");
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(rows.len(), n, "one error row per workload");
+    for r in &rows {
+        assert!(r["id"].as_str().expect("id").ends_with("-error"), "{r}");
+        assert_eq!(r["measured_gib"], Value::Null);
+        assert!(
+            r["extras"]["error"]
+                .as_str()
+                .expect("error")
+                .contains("deadline")
+        );
+        assert_eq!(r.as_object().expect("object").len(), SCHEMA.len());
+    }
+}
