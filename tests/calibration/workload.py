@@ -104,7 +104,6 @@ class Workload:
     stem: str
     model: object
     run: Run
-    raw: dict
 
 
 def _fail(origin, msg):
@@ -328,7 +327,7 @@ def load(path, repo_root):
         if max_ctx and run.seq > max_ctx:
             _fail(path, f"run.seq = {run.seq} is longer than the model supports (max_context {max_ctx})")
     stem = os.path.splitext(os.path.basename(path))[0]
-    return Workload(path=path, stem=stem, model=model, run=run, raw=raw)
+    return Workload(path=path, stem=stem, model=model, run=run)
 
 
 def collect(paths):
