@@ -12,4 +12,5 @@ pub mod import;
 pub mod memory;
 pub mod plan;
 pub mod telemetry;
+pub mod ui;
 pub mod units;

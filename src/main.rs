@@ -3,14 +3,18 @@
 use clap::Parser;
 use std::process::ExitCode;
 use vram_doctor::cli::{Cli, run};
+use vram_doctor::ui::{self, Tab};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(cmd) => run(cmd),
-        None => {
-            eprintln!("The desktop app is not built yet; try `vram-doctor --help`.");
-            ExitCode::SUCCESS
-        }
+        None => match ui::run(cli.tab.as_deref().and_then(Tab::from_name)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

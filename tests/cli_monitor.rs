@@ -1,8 +1,11 @@
 //! `vram-doctor monitor` end to end: the real binary, the fake NVML, the demo, record and replay.
 
+// The fake NVML is built as an ELF shared object with GNU linker flags: Linux only.
+#[cfg(target_os = "linux")]
 #[path = "common/fake_nvml.rs"]
 mod fake_nvml;
 
+#[cfg(target_os = "linux")]
 use fake_nvml::FakeNvml;
 use std::process::{Command, Output};
 use vram_doctor::telemetry::{Snapshot, SourceKind};
@@ -20,6 +23,7 @@ fn text(b: &[u8]) -> String {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn once_json_prints_one_snapshot_of_the_fake_gpu() {
     let fake = FakeNvml::new(
         "gpu0.name = Fake RTX 4090\ngpu0.used_mib = 8000\ngpu0.procs = 4242:6000:python\n",
@@ -35,6 +39,7 @@ fn once_json_prints_one_snapshot_of_the_fake_gpu() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn table_shows_gpus_processes_and_alerts() {
     let fake = FakeNvml::new(
         "gpu0.name = Fake RTX 4090\ngpu0.used_mib = 23900\ngpu0.procs = 4242:19000:python,99:4000:chrome\n",
@@ -69,6 +74,7 @@ fn table_shows_gpus_processes_and_alerts() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn without_a_gpu_it_says_so_and_suggests_the_demo() {
     let out = monitor(&["--once", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
     assert_eq!(out.status.code(), Some(1));
@@ -154,4 +160,21 @@ fn demo_record_then_replay_both_formats() {
     let out = monitor(&["--demo", "--once", "--record", foreign.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "keep me\n");
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn auto_detection_finds_the_library_named_in_the_environment() {
+    let fake = FakeNvml::new("gpu0.name = Found By Detect\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(["monitor", "--once", "--json"])
+        .env("VRAM_DOCTOR_NVML_LIB", &fake.lib)
+        .output()
+        .expect("run vram-doctor");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s: Snapshot = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        (s.source, s.gpus[0].name.as_str()),
+        (SourceKind::Nvml, "Found By Detect")
+    );
 }

@@ -226,7 +226,8 @@ fn quantization_config_sets_the_weight_format() {
 #[test]
 fn load_model_has_the_workload_loader_signature() {
     let loader: vram_doctor::memory::workload::ModelLoader = imp::load_model;
-    let (name, arch) = loader(&config_path("qwen3-8b.json")).unwrap();
+    let vram_doctor::memory::workload::LoadedModel { name, arch, .. } =
+        loader(&config_path("qwen3-8b.json")).unwrap();
     assert_eq!(name, "configs");
     assert_eq!(arch.params, 8_190_735_360.0);
 }
@@ -369,7 +370,7 @@ fn gguf_header_gives_architecture_and_exact_buffers() {
     // 3 layers × 2 KV heads × (64 + 64) × 2 bytes.
     assert_eq!(s.kv_bytes_per_token_f16, 3 * 2 * 128 * 2);
     // load_model gives the same arch.
-    assert_eq!(imp::load_model(&p).unwrap().1, m.arch);
+    assert_eq!(imp::load_model(&p).unwrap().arch, m.arch);
 }
 
 #[test]
@@ -703,7 +704,7 @@ fn safetensors_count_matches_config_and_reads_headers_only() {
     imp::safetensors::parse_from(&mut counting, len, "model.safetensors").unwrap();
     assert!(counting.read <= ck.header().len() as u64);
     // Opening the .safetensors file itself finds config.json beside it.
-    assert_eq!(imp::load_model(&file).unwrap().1.params, 8_030_261_248.0);
+    assert_eq!(imp::load_model(&file).unwrap().arch.params, 8_030_261_248.0);
 }
 
 #[test]

@@ -1,10 +1,14 @@
 //! The NVML source against the fake `libnvidia-ml.so.1`: the real nvml-wrapper code path, no GPU.
+//! Linux only: the fake is built as an ELF shared object with GNU linker flags.
+#![cfg(target_os = "linux")]
 
 #[path = "common/fake_nvml.rs"]
 mod fake_nvml;
 
 use fake_nvml::{FakeNvml, Variant};
 use std::time::Duration;
+use vram_doctor::telemetry::detect::{AlertKind, Detectors};
+use vram_doctor::telemetry::history::History;
 use vram_doctor::telemetry::nvml::{NvmlSource, PCIE_EVERY};
 use vram_doctor::telemetry::{
     GpuStatus, ProcessKind, Sampler, Snapshot, Source, SourceKind, SourceState, ThrottleReason,
@@ -190,9 +194,10 @@ fn waits_between_retries() {
 #[test]
 fn gpu_lost_mid_run_then_back() {
     // Only GPU: lost in samples 2..3. Second scenario: GPU 1 of 2 falls off for good.
-    let fake = FakeNvml::new("gpu0.fail = 15@2-3\n");
-    let states: Vec<SourceState> = run(&fake, 6).into_iter().map(|s| s.state).collect();
-    assert!(states[..2].iter().all(SourceState::is_ok), "{states:?}");
+    let fake = FakeNvml::new("gpu0.name = Only\ngpu0.fail = 15@2-3\n");
+    let snaps = run(&fake, 6);
+    let states: Vec<&SourceState> = snaps.iter().map(|s| &s.state).collect();
+    assert!(states[..2].iter().all(|s| s.is_ok()), "{states:?}");
     assert!(
         states[2..4]
             .iter()
@@ -200,9 +205,25 @@ fn gpu_lost_mid_run_then_back() {
         "{states:?}"
     );
     assert!(
-        states[4..].iter().all(SourceState::is_ok),
+        states[4..].iter().all(|s| s.is_ok()),
         "recovered: {states:?}"
     );
+    for s in &snaps[2..4] {
+        assert_eq!(s.gpus.len(), 1, "the lost GPU stays listed");
+        assert_eq!(
+            (s.gpus[0].name.as_str(), &s.gpus[0].status),
+            ("Only", &GpuStatus::Lost)
+        );
+    }
+    // The detectors turn this into one "lost" alert and one "back" alert.
+    let mut history = History::default();
+    let mut detectors = Detectors::default();
+    let mut kinds = vec![];
+    for s in &snaps {
+        history.push(s);
+        kinds.extend(detectors.check(&history, s).into_iter().map(|a| a.kind));
+    }
+    assert_eq!(kinds, vec![AlertKind::GpuLost, AlertKind::GpuBack]);
 
     let fake = FakeNvml::new("gpus = 2\ngpu1.fail = 15@1\n");
     let snaps = run(&fake, 3);
@@ -275,4 +296,28 @@ fn sampler_thread_streams_snapshots_from_nvml() {
     assert_eq!(used, vec![1024, 1034, 1044]);
     assert!(sampler.is_running());
     sampler.stop();
+}
+
+#[test]
+fn faults_injected_at_a_sample_make_metrics_absent_for_that_sample_only() {
+    // NOT_SUPPORTED (3) at sample 1, NO_PERMISSION (4) at sample 2: the GPU stays listed and
+    // working, its metrics are absent for that sample, and come back.
+    for fault in ["3@1-1", "4@1-1"] {
+        let fake = FakeNvml::new(&format!("gpu0.fail = {fault}\n"));
+        let snaps = run(&fake, 3);
+        let have: Vec<(bool, bool)> = snaps
+            .iter()
+            .map(|s| (s.gpus[0].memory.is_some(), s.gpus[0].temp_c.is_some()))
+            .collect();
+        assert_eq!(
+            have,
+            vec![(true, true), (false, false), (true, true)],
+            "{fault}"
+        );
+        assert!(
+            snaps
+                .iter()
+                .all(|s| s.state.is_ok() && s.gpus[0].status == GpuStatus::Ok)
+        );
+    }
 }

@@ -5,6 +5,7 @@
 //! any file in the same schema. Mapping a row to a workload lives in `llm_rows.rs`; each row
 //! either becomes a [`Case`] or is skipped with a reason.
 
+mod diffusion_rows;
 mod llm_rows;
 mod measured_rows;
 mod report;
@@ -57,10 +58,8 @@ pub struct Case {
 
 /// Estimates a case's figure in bytes (model files through the importer).
 pub fn estimate_case(c: &Case) -> Result<u64, String> {
-    let w = c
-        .workload
-        .resolve(Path::new("."), Some(crate::import::load_model))?;
-    Ok(c.figure.of(&memory::estimate(&w)))
+    let w = memory::any::resolve_any(&c.workload, Path::new("."), Some(crate::import::load_model))?;
+    Ok(c.figure.of(&memory::any::estimate_any(&w)))
 }
 
 /// Maps a row to a case, or says why it cannot be expressed.
@@ -72,6 +71,8 @@ pub fn case_for_row(row: &Value) -> Result<Case, String> {
     let kind = row["workload"].as_str().unwrap_or("");
     if kind.starts_with("llm_") || kind == "runtime_overhead" {
         llm_rows::case(row)
+    } else if kind.starts_with("diffusion_") {
+        diffusion_rows::case(row)
     } else {
         Err(format!(
             "workload kind '{kind}' is not modelled by this engine yet"

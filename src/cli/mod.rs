@@ -22,6 +22,9 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Desktop app only: the tab to open on (otherwise the one used last).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::ui::Tab::NAMES))]
+    pub tab: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -47,7 +47,7 @@ pub struct MonitorArgs {
     /// Seed of the demo data.
     #[arg(long, default_value_t = 1, requires = "demo")]
     pub seed: u64,
-    /// Load this NVML library instead of the system's.
+    /// Load this NVML library instead of the system's (also: VRAM_DOCTOR_NVML_LIB).
     #[arg(long, value_name = "PATH")]
     pub nvml_lib: Option<PathBuf>,
 }

@@ -1,9 +1,10 @@
 //! `vram-doctor plan`: a workload from a file and/or flags → breakdown, verdict and plan.
 
+use crate::memory::any::{AnyWorkload, resolve_any};
 use crate::memory::options::*;
 use crate::memory::{Workload, WorkloadFile};
-use crate::plan::{PlanResult, plan_result};
-use crate::units::{GIB, human};
+use crate::plan::{PlanResult, plan_any};
+use crate::units::human;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -121,14 +122,26 @@ impl PlanArgs {
         Ok(f)
     }
 
-    /// The resolved workload; relative paths in a workload file are taken from its directory.
-    pub fn resolve(&self) -> Result<Workload, String> {
-        let base = self
-            .workload
+    fn base(&self) -> &Path {
+        self.workload
             .as_deref()
             .and_then(Path::parent)
-            .unwrap_or(Path::new("."));
-        self.workload_file()?.resolve(base, None)
+            .unwrap_or(Path::new("."))
+    }
+
+    /// The resolved LLM workload; relative paths in a workload file are taken from its directory.
+    pub fn resolve(&self) -> Result<Workload, String> {
+        self.workload_file()?
+            .resolve(self.base(), Some(crate::import::load_model))
+    }
+
+    /// The resolved workload of any task.
+    pub fn resolve_any(&self) -> Result<AnyWorkload, String> {
+        resolve_any(
+            &self.workload_file()?,
+            self.base(),
+            Some(crate::import::load_model),
+        )
     }
 }
 
@@ -139,17 +152,46 @@ fn set<T>(slot: &mut Option<T>, v: Option<T>) {
 }
 
 pub fn run(a: &PlanArgs) -> Result<(), String> {
-    let w = a.resolve()?;
-    let result = plan_result(&w);
+    let w = a.resolve_any()?;
+    let result = plan_any(&w);
     if a.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", render(&w, &result));
+        print!("{}", render(&title(&w), &result));
     }
     Ok(())
+}
+
+/// What is planned, in one line.
+fn title(w: &AnyWorkload) -> String {
+    match w {
+        AnyWorkload::Llm(w) => {
+            let per_gpu = if w.gpu.count > 1 {
+                format!(" (per GPU, {} GPUs)", w.gpu.count)
+            } else {
+                String::new()
+            };
+            format!(
+                "{} on {} — {}{}",
+                w.model_name,
+                w.gpu.name,
+                describe_run(w),
+                per_gpu
+            )
+        }
+        AnyWorkload::Diffusion(d) => format!(
+            "{} on {} — diffusion {}×{}, batch {}",
+            d.model.name, d.gpu.name, d.run.width, d.run.height, d.run.batch
+        ),
+        AnyWorkload::Game(g) => format!(
+            "{} on {} — game",
+            g.game.as_ref().map_or("a game", |x| x.name.as_str()),
+            g.gpu.name
+        ),
+    }
 }
 
 const BAR: usize = 30;
@@ -166,23 +208,11 @@ fn bar(bytes: u64, capacity: u64) -> String {
 }
 
 /// The human table: components with bars, the three peaks, the verdict and the plan.
-pub fn render(w: &Workload, r: &PlanResult) -> String {
+pub fn render(title: &str, r: &PlanResult) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let cap = r.capacity_bytes;
-    let per_gpu = if w.gpu.count > 1 {
-        format!(" (per GPU, {} GPUs)", w.gpu.count)
-    } else {
-        String::new()
-    };
-    let _ = writeln!(
-        s,
-        "{} on {} — {}{}",
-        w.model_name,
-        w.gpu.name,
-        describe_run(w),
-        per_gpu
-    );
+    let _ = writeln!(s, "{title}");
     let _ = writeln!(s);
     let width = r
         .components
@@ -201,24 +231,37 @@ pub fn render(w: &Workload, r: &PlanResult) -> String {
         );
     }
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "  {:<width$}  {:>10}   (torch max_memory_allocated)",
-        "Peak tensors",
-        human(r.peak.tensors_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "  {:<width$}  {:>10}   (torch max_memory_reserved)",
-        "Peak reserved",
-        human(r.peak.reserved_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "  {:<width$}  {:>10}   (nvidia-smi, this process)",
-        "Peak process",
-        human(r.peak.process_bytes)
-    );
+    let peaks: &[(&str, u64, &str)] = if r
+        .plan
+        .details
+        .as_ref()
+        .is_some_and(|d| d.get("verdict").is_some())
+    {
+        // A game: no torch allocator, one figure.
+        &[("Peak use", r.peak.process_bytes, "")]
+    } else {
+        &[
+            (
+                "Peak tensors",
+                r.peak.tensors_bytes,
+                "(torch max_memory_allocated)",
+            ),
+            (
+                "Peak reserved",
+                r.peak.reserved_bytes,
+                "(torch max_memory_reserved)",
+            ),
+            (
+                "Peak process",
+                r.peak.process_bytes,
+                "(nvidia-smi, this process)",
+            ),
+        ]
+    };
+    for (label, bytes, note) in peaks {
+        let line = format!("  {label:<width$}  {:>10}   {note}", human(*bytes));
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
     let _ = writeln!(s, "  {:<width$}  {:>10}", "GPU capacity", human(cap));
     let need = r
         .components
@@ -256,20 +299,27 @@ pub fn render(w: &Workload, r: &PlanResult) -> String {
         let _ = writeln!(s, "  → {} per GPU", human(p.process_bytes));
     }
     let _ = writeln!(s, "Why: {}", p.why);
-    let limit =
-        |v: Option<u32>, unit: &str| v.map_or("none fits".to_string(), |x| format!("{x}{unit}"));
-    let _ = writeln!(
-        s,
-        "Largest batch that fits: {}; longest sequence: {}",
-        limit(p.max_batch, ""),
-        limit(p.max_seq, " tokens")
-    );
-    let _ = writeln!(
-        s,
-        "(capacities in GiB: {:.1} of {:.1})",
-        need as f64 / GIB,
-        cap as f64 / GIB
-    );
+    let mut limits = Vec::new();
+    if let Some(b) = p.max_batch {
+        limits.push(format!("largest batch {b}"));
+    }
+    if let Some(q) = p.max_seq {
+        limits.push(format!("longest sequence {q} tokens"));
+    }
+    let size = |k: &str| {
+        p.details
+            .as_ref()
+            .and_then(|d| d.get(k))
+            .and_then(serde_json::Value::as_u64)
+    };
+    if let (Some(w), Some(h)) = (size("max_width"), size("max_height"))
+        && w > 0
+    {
+        limits.push(format!("largest image {w}×{h}"));
+    }
+    if !limits.is_empty() {
+        let _ = writeln!(s, "What fits as it stands: {}", limits.join("; "));
+    }
     s
 }
 

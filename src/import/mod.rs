@@ -15,6 +15,7 @@ pub mod safetensors;
 
 use crate::memory::ModelArch;
 use crate::memory::dtype::WeightFormat;
+use crate::memory::workload::{FileWeights, LoadedModel};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -95,8 +96,29 @@ pub mod from_bytes {
 /// The model loader of the workload contract (`crate::memory::workload::ModelLoader`):
 /// a `config.json`, `*.safetensors`, `*.safetensors.index.json`, `*.gguf`, or a folder holding
 /// `config.json`.
-pub fn load_model(path: &Path) -> Result<(String, ModelArch), String> {
-    import_model(path).map(|m| (m.name, m.arch))
+pub fn load_model(path: &Path) -> Result<LoadedModel, String> {
+    let m = import_model(path)?;
+    let weights = match (m.weights, m.weight_bytes) {
+        (Some(format), Some(total)) => Some(FileWeights {
+            format,
+            total_bytes: total as f64,
+            // llama.cpp keeps token_embd in host memory; a tied model (no output.weight) has
+            // a copy on the GPU for the output head, so nothing is host-only.
+            host_bytes: m.gguf.as_ref().map_or(0.0, |g| {
+                if g.output_bytes > 0 {
+                    g.token_embd_bytes as f64
+                } else {
+                    0.0
+                }
+            }),
+        }),
+        _ => None,
+    };
+    Ok(LoadedModel {
+        name: m.name,
+        arch: m.arch,
+        weights,
+    })
 }
 
 /// What a path holds: a model, or a diffusers pipeline.

@@ -6,7 +6,6 @@ use super::breakdown::{Breakdown, Layer};
 use super::kv_cache::kv_cache_bytes;
 use super::options::{Attention, Engine};
 use super::overhead;
-use super::weights::weight_bytes;
 use super::workload::{Run, Workload};
 use crate::units::human;
 
@@ -20,7 +19,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let r = &w.run;
     let n = f64::from(w.gpu.count.max(1));
     let mut b = Breakdown::new(w.gpu.vram_bytes);
-    let wb = weight_bytes(a, r.weights, r.engine);
+    let wb = w.weight_bytes();
     b.add("weights", "Model weights", wb.gpu / n, Layer::Tensor);
     let kv = kv_cache_bytes(a, r.batch, r.seq, r.kv_cache, r.engine, r.ubatch) / n;
     match r.engine {

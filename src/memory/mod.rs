@@ -2,9 +2,12 @@
 //! per-task estimators (`inference`, `training`) assemble them.
 
 pub mod activations;
+pub mod any;
 pub mod arch;
 pub mod breakdown;
+pub mod diffusion;
 pub mod dtype;
+pub mod game;
 pub mod inference;
 pub mod kv_cache;
 pub mod lora;

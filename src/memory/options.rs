@@ -52,6 +52,9 @@ macro_rules! choice {
     };
 }
 
+/// Other modules (diffusion, games) declare their choices with the same macro.
+pub(crate) use choice;
+
 choice!(
     /// What the GPU is asked to do.
     Task, "run.task" {

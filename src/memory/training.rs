@@ -14,7 +14,6 @@ use super::lora::lora_params;
 use super::optimizer::{state_bytes, step_temp_bytes};
 use super::options::*;
 use super::overhead;
-use super::weights::weight_bytes;
 use super::workload::{Run, Workload};
 
 /// Bytes per vocabulary entry per token alive at the loss: bf16 logits (2), their fp32 upcast
@@ -58,7 +57,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
 
     let (weights, grads, states, temp, adapters) = match r.method {
         Method::Full => full_model_states(a, r, n),
-        Method::Lora | Method::Qlora => adapter_model_states(a, r),
+        Method::Lora | Method::Qlora => adapter_model_states(a, r, w.weight_bytes().gpu),
     };
     b.add("weights", "Model weights", weights, Layer::Tensor);
     b.add(
@@ -154,8 +153,8 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
 /// LoRA/QLoRA: frozen base weights (16-bit, or quantized with PEFT's
 /// `prepare_model_for_kbit_training` upcasting the remaining 16-bit bitsandbytes parameters —
 /// embeddings, head, norms — to fp32), plus fp32 adapters with their gradients and states.
-fn adapter_model_states(a: &ModelArch, r: &Run) -> (f64, f64, f64, f64, f64) {
-    let mut base = weight_bytes(a, r.weights, r.engine).gpu;
+fn adapter_model_states(a: &ModelArch, r: &Run, base: f64) -> (f64, f64, f64, f64, f64) {
+    let mut base = base;
     if matches!(
         r.weights,
         WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Int8

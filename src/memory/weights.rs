@@ -6,6 +6,7 @@
 use super::arch::ModelArch;
 use super::dtype::{GgmlType, WeightFormat, more_bits_fraction};
 use super::options::Engine;
+use super::workload::Workload;
 
 /// Weight bytes, whole model (not yet split across GPUs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,6 +46,26 @@ fn block_bytes_per_param(f: WeightFormat, a: &ModelArch) -> f64 {
         // AWQ (AutoAWQ GEMM/GEMV packing): 4-bit qweight, fp16 scales and 4-bit zeros per 128.
         WeightFormat::Awq4 => 0.5 + 2.0 / 128.0 + 0.5 / 128.0,
         WeightFormat::Gguf(t) => t.mix().base.bytes_per_weight(),
+    }
+}
+
+impl Workload {
+    /// The weights of this workload: the exact bytes from the model's files while the run uses
+    /// the files' own format, else the formula for the chosen format.
+    pub fn weight_bytes(&self) -> WeightBytes {
+        match self.file_weights {
+            Some(f) if f.format == self.run.weights => match self.run.engine {
+                Engine::LlamaCpp => WeightBytes {
+                    gpu: f.total_bytes - f.host_bytes,
+                    host: f.host_bytes,
+                },
+                _ => WeightBytes {
+                    gpu: f.total_bytes,
+                    host: 0.0,
+                },
+            },
+            _ => weight_bytes(&self.model, self.run.weights, self.run.engine),
+        }
     }
 }
 

@@ -78,6 +78,34 @@ pub struct RunSection {
     pub texture_quality: Option<String>,
     pub ray_tracing: Option<bool>,
     pub frame_generation: Option<bool>,
+    // More diffusion fields (read by memory::diffusion; see its docs for the defaults).
+    /// Output frames of a video model.
+    pub frames: Option<i64>,
+    /// Classifier-free guidance (cond + uncond batch); defaults to the model's usual setting.
+    pub cfg: Option<bool>,
+    /// diffusers `enable_vae_slicing`: decode the batch one image at a time.
+    pub vae_slicing: Option<bool>,
+    /// false: stop at the latents (diffusers `output_type="latent"`), no VAE decode.
+    pub vae_decode: Option<bool>,
+    /// Tiny autoencoder (TAESD) instead of the full VAE.
+    pub tiny_vae: Option<bool>,
+    /// ComfyUI VRAM mode: normal | lowvram | novram | highvram | gpu-only.
+    pub vram_mode: Option<super::diffusion::VramMode>,
+    /// diffusers offloading: none | model | sequential.
+    pub cpu_offload: Option<super::diffusion::CpuOffload>,
+    /// Text-encoder weight format: one for all, or a comma list in the model's encoder order.
+    pub text_encoder_weights: Option<String>,
+    /// Run the text encoders on the CPU (or use precomputed prompt embeddings).
+    pub text_encoder_on_cpu: Option<bool>,
+    /// Number of LoRAs loaded (each of `lora_rank`).
+    pub loras: Option<i64>,
+    pub controlnets: Option<i64>,
+    pub ip_adapter: Option<bool>,
+    /// ComfyUI `--reserve-vram` in GiB (default 0.6, its Windows default).
+    pub reserve_vram_gib: Option<f64>,
+    // More game fields (read by memory::game).
+    /// Upscaler mode: none | quality | balanced | performance | ultra-performance (DLSS/FSR/XeSS).
+    pub upscaler: Option<String>,
 }
 
 /// A whole workload file.
@@ -213,10 +241,33 @@ pub struct Workload {
     pub model_name: String,
     pub model: ModelArch,
     pub run: Run,
+    /// Exact weight bytes read from the model's files, valid while `run.weights` is the
+    /// format the files hold.
+    #[serde(default)]
+    pub file_weights: Option<FileWeights>,
 }
 
-/// Loads a model architecture from a file (`hf_config`/`file`); filled in by the importers.
-pub type ModelLoader = fn(&Path) -> Result<(String, ModelArch), String>;
+/// What a model file says about its own weights.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FileWeights {
+    pub format: WeightFormat,
+    /// Bytes of all weight tensors.
+    pub total_bytes: f64,
+    /// Bytes llama.cpp keeps in host memory (the token embedding of a GGUF file).
+    pub host_bytes: f64,
+}
+
+/// A model read from files by an importer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedModel {
+    pub name: String,
+    pub arch: ModelArch,
+    pub weights: Option<FileWeights>,
+}
+
+/// Loads a model from a file (`hf_config`/`file`); `crate::import::load_model` is the one the
+/// command line and GUI use.
+pub type ModelLoader = fn(&Path) -> Result<LoadedModel, String>;
 
 fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
     match v {
@@ -232,10 +283,29 @@ impl WorkloadFile {
     /// Resolves presets and defaults into a checked workload. `base` is the directory relative
     /// paths in the file are taken from; `loader` imports model files.
     pub fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<Workload, String> {
+        let gpu = self.gpu.resolve()?;
+        let loaded = self.model.resolve(base, loader)?;
+        let run = self
+            .run
+            .resolve_with(&loaded.arch, loaded.weights.map(|f| f.format))?;
+        Ok(Workload {
+            gpu,
+            model_name: loaded.name,
+            model: loaded.arch,
+            run,
+            file_weights: loaded.weights,
+        })
+    }
+}
+
+impl GpuSection {
+    /// The card(s) of `[gpu]`: a preset (optionally with its capacity overridden) or a bare
+    /// capacity. Shared by every task.
+    pub fn resolve(&self) -> Result<GpuTarget, String> {
         let cat = Catalog::get();
-        let count = int_in("gpu.count", self.gpu.count.map(i64::from), 1, 1, 1024)?;
+        let count = int_in("gpu.count", self.count.map(i64::from), 1, 1, 1024)?;
         let gpu =
-            match (&self.gpu.preset, self.gpu.vram_gib) {
+            match (&self.preset, self.vram_gib) {
                 (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
                 (Some(p), Some(v)) => {
                     let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
@@ -255,14 +325,7 @@ impl WorkloadFile {
                         .into(),
                 ),
             };
-        let (model_name, model) = self.model.resolve(base, loader)?;
-        let run = self.run.resolve(&model)?;
-        Ok(Workload {
-            gpu,
-            model_name,
-            model,
-            run,
-        })
+        Ok(gpu)
     }
 }
 
@@ -277,11 +340,7 @@ fn check_vram(v: f64) -> Result<u64, String> {
 }
 
 impl ModelSection {
-    fn resolve(
-        &self,
-        base: &Path,
-        loader: Option<ModelLoader>,
-    ) -> Result<(String, ModelArch), String> {
+    fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<LoadedModel, String> {
         let sources = [
             self.preset.is_some(),
             self.hf_config.is_some(),
@@ -290,13 +349,16 @@ impl ModelSection {
         if sources.iter().filter(|s| **s).count() > 1 {
             return Err("model: give only one of model.preset, model.hf_config, model.file".into());
         }
+        let mut file_weights = None;
         let (name, mut arch) = if let Some(p) = &self.preset {
             let m = Catalog::get().model(p)?;
             (m.name.clone(), m.arch.clone())
         } else if let Some(path) = self.hf_config.as_ref().or(self.file.as_ref()) {
             let load =
                 loader.ok_or("model: importing model files is not available in this build")?;
-            load(&base.join(path))?
+            let m = load(&base.join(path))?;
+            file_weights = m.weights;
+            (m.name, m.arch)
         } else {
             let need = |f: &str, v: Option<u32>| {
                 v.ok_or_else(|| {
@@ -353,12 +415,29 @@ impl ModelSection {
             arch.sliding_window = self.sliding_window;
         }
         arch.validate()?;
-        Ok((name, arch))
+        if self.params.is_some() {
+            // The byte count no longer describes the model the user asked for.
+            file_weights = None;
+        }
+        Ok(LoadedModel {
+            name,
+            arch,
+            weights: file_weights,
+        })
     }
 }
 
 impl RunSection {
     pub fn resolve(&self, model: &ModelArch) -> Result<Run, String> {
+        self.resolve_with(model, None)
+    }
+
+    /// `file_format` is the format the model's files hold, the default for `run.weights`.
+    pub fn resolve_with(
+        &self,
+        model: &ModelArch,
+        file_format: Option<WeightFormat>,
+    ) -> Result<Run, String> {
         let d = Run::default();
         let task = self.task.unwrap_or(d.task);
         let method = self.method.unwrap_or(d.method);
@@ -370,7 +449,7 @@ impl RunSection {
                 )
             })?,
             None if method == Method::Qlora => WeightFormat::Nf4,
-            None => d.weights,
+            None => file_format.unwrap_or(d.weights),
         };
         let kv_cache = match &self.kv_cache {
             Some(k) => k.parse::<KvDtype>().map_err(|_| {

@@ -1,9 +1,12 @@
 //! Planning: strategies that change a workload, their cost, and the search for the cheapest
 //! plan that fits; the JSON result of `vram-doctor plan`.
 
+pub mod diffusion;
+pub mod game;
 pub mod search;
 pub mod strategy;
 
+use crate::memory::any::AnyWorkload;
 use crate::memory::{self, Breakdown, Component, Peak, Workload};
 use crate::units::human;
 use serde::{Deserialize, Serialize};
@@ -26,8 +29,11 @@ pub struct Plan {
     pub max_seq: Option<u32>,
     /// Why this plan.
     pub why: String,
-    /// The strategies as data, for the GUI and exports.
+    /// The strategies as data, for the GUI and exports (LLM workloads).
     pub changes: Vec<Strategy>,
+    /// The task's own plan in full: a `DiffusionPlan` or `GameAdvice` as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 /// The JSON result of `vram-doctor plan` (DESIGN.md "JSON result").
@@ -117,9 +123,7 @@ pub fn plan(w: &Workload) -> (Breakdown, Plan) {
     (b, p)
 }
 
-/// The whole JSON result for a workload.
-pub fn plan_result(w: &Workload) -> PlanResult {
-    let (b, plan) = plan(w);
+fn result(b: Breakdown, plan: Plan) -> PlanResult {
     PlanResult {
         capacity_bytes: b.capacity_bytes,
         fits: b.fits(),
@@ -127,5 +131,69 @@ pub fn plan_result(w: &Workload) -> PlanResult {
         warnings: b.warnings.clone(),
         components: b.components,
         plan,
+    }
+}
+
+/// The whole JSON result for an LLM workload.
+pub fn plan_result(w: &Workload) -> PlanResult {
+    let (b, plan) = plan(w);
+    result(b, plan)
+}
+
+/// The JSON result for a workload of any task, in one shape.
+pub fn plan_any(w: &AnyWorkload) -> PlanResult {
+    match w {
+        AnyWorkload::Llm(w) => plan_result(w),
+        AnyWorkload::Diffusion(d) => {
+            let p = diffusion::plan(d);
+            let plan = Plan {
+                strategies: p.labels.clone(),
+                speed_factor: p.speed_factor,
+                quality_note: p.quality_note.clone(),
+                fits: p.fits_as_is || !p.labels.is_empty() || p.runs_streaming,
+                process_bytes: p.required_bytes,
+                max_batch: (p.max_batch > 0).then_some(p.max_batch),
+                max_seq: None,
+                why: p.why.clone(),
+                changes: Vec::new(),
+                details: serde_json::to_value(&p).ok(),
+            };
+            result(memory::any::estimate_any(w), plan)
+        }
+        AnyWorkload::Game(g) => {
+            let a = game::advise(g);
+            let fits = a.verdict != game::Verdict::OverBudget;
+            let plan = Plan {
+                strategies: a
+                    .to_fit
+                    .iter()
+                    .map(|c| format!("{}: {} → {}", c.setting, c.from, c.to))
+                    .collect(),
+                speed_factor: 1.0,
+                quality_note: if a.to_fit.is_empty() {
+                    "unchanged".into()
+                } else {
+                    "lower settings".into()
+                },
+                fits: fits || !a.to_fit.is_empty(),
+                process_bytes: a.use_bytes,
+                max_batch: None,
+                max_seq: None,
+                why: format!(
+                    "uses {} of the {} the OS lets a game have ({} card); {}",
+                    human(a.use_bytes),
+                    human(a.budget_bytes),
+                    human(a.capacity_bytes),
+                    if fits {
+                        "no setting needs to change".to_string()
+                    } else {
+                        format!("running out shows as: {}", a.signs.join("; "))
+                    }
+                ),
+                changes: Vec::new(),
+                details: serde_json::to_value(&a).ok(),
+            };
+            result(memory::any::estimate_any(w), plan)
+        }
     }
 }

@@ -10,7 +10,7 @@ use super::history::{GpuHistory, History, Point};
 use super::sample::{GpuSample, GpuStatus, Snapshot};
 use crate::units::human;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -89,6 +89,8 @@ impl Default for DetectorConfig {
 /// Per-GPU episode flags.
 #[derive(Debug, Clone, Default)]
 struct Armed {
+    /// Recent memory of each process, to name the one that grows.
+    procs: HashMap<u32, ProcTrack>,
     full: bool,
     growth: bool,
     spill: bool,
@@ -96,6 +98,55 @@ struct Armed {
     throttle_run: u32,
     throttled: bool,
     lost: bool,
+}
+
+/// Bounds for the per-process tracks: the default growth window at 1 Hz, 64 processes per GPU.
+const PROC_POINTS: usize = 300;
+const MAX_PROCS: usize = 64;
+
+#[derive(Debug, Clone, Default)]
+struct ProcTrack {
+    name: Option<String>,
+    /// (time ms, bytes), oldest first.
+    points: VecDeque<(u64, u64)>,
+}
+
+/// Records this sample's processes; forgets those that are gone.
+fn track_processes(st: &mut Armed, g: &GpuSample, time_ms: u64) {
+    let Some(procs) = g.processes.as_ref() else {
+        return;
+    };
+    st.procs
+        .retain(|pid, _| procs.iter().any(|p| p.pid == *pid));
+    for p in procs {
+        let Some(used) = p.used else { continue };
+        if !st.procs.contains_key(&p.pid) && st.procs.len() >= MAX_PROCS {
+            continue;
+        }
+        let t = st.procs.entry(p.pid).or_default();
+        t.name.clone_from(&p.name);
+        t.points.push_back((time_ms, used));
+        if t.points.len() > PROC_POINTS {
+            t.points.pop_front();
+        }
+    }
+}
+
+/// The process whose memory floor rises fastest over the window: (pid, name, bytes per second).
+fn fastest_grower(st: &Armed, since_ms: u64) -> Option<(u32, Option<String>, f64)> {
+    st.procs
+        .iter()
+        .filter_map(|(pid, t)| {
+            let xy: Vec<(f64, f64)> = t
+                .points
+                .iter()
+                .filter(|(time, _)| *time >= since_ms)
+                .map(|&(time, b)| (time as f64 / 1000.0, b as f64))
+                .collect();
+            let slope = (xy.len() >= 20).then(|| floor_slope(&xy)).flatten()?;
+            (slope > 0.0).then(|| (*pid, t.name.clone(), slope))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
 }
 
 /// The detectors and their per-GPU memory of what already fired.
@@ -134,6 +185,7 @@ impl Detectors {
                     evidence,
                 });
             };
+            track_processes(st, g, snap.time_ms);
             lost(st, g, &mut emit);
             if g.status == GpuStatus::Lost {
                 continue;
@@ -222,6 +274,15 @@ pub fn theil_sen(points: &[(f64, f64)]) -> Option<f64> {
     Some(slopes[slopes.len() / 2])
 }
 
+/// The slope of the floor of a series: Theil–Sen over the lowest point of each tenth.
+fn floor_slope(xy: &[(f64, f64)]) -> Option<f64> {
+    let floor: Vec<(f64, f64)> = xy
+        .chunks(xy.len().div_ceil(10).max(1))
+        .filter_map(|c| c.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1)))
+        .collect();
+    theil_sen(&floor)
+}
+
 /// Steady growth (a leak): over the window the robust slope of the floor is positive, the memory
 /// rose by a real amount, and the *floor* rises: the lowest value of each quarter of the window is higher
 /// than the one before. A caching allocator's saw-tooth goes up and down around a flat floor and
@@ -236,13 +297,11 @@ fn growth(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
     if pts.len() < 20 || span_ms < c.growth_window_ms / 2 {
         return;
     }
-    // The rate is the slope of the floor: the lowest point of each tenth of the window.
-    let floor_pts: Vec<(f64, f64)> = pts
-        .chunks(pts.len().div_ceil(10))
-        .filter_map(|c| c.iter().min_by_key(|p| p.used))
+    let xy: Vec<(f64, f64)> = pts
+        .iter()
         .map(|p| (p.time_ms as f64 / 1000.0, p.used.unwrap_or(0) as f64))
         .collect();
-    let Some(slope) = theil_sen(&floor_pts) else {
+    let Some(slope) = floor_slope(&xy) else {
         return;
     };
     let total = last.total.unwrap_or(0) as f64;
@@ -263,11 +322,22 @@ fn growth(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
         st.growth = true;
         let free = (total - last.used.unwrap_or(0) as f64).max(0.0);
         let minutes = free / slope / 60.0;
+        // Name the process that grows, when one accounts for at least a quarter of the rise.
+        let grower = fastest_grower(st, pts[0].time_ms)
+            .filter(|g| g.2 >= 0.25 * slope)
+            .map(|(pid, name, rate)| {
+                format!(
+                    " Growing: {} (pid {pid}), +{}/min.",
+                    name.as_deref().unwrap_or("?"),
+                    human((rate * 60.0) as u64)
+                )
+            })
+            .unwrap_or_default();
         emit(
             AlertKind::SteadyGrowth,
             Severity::Warning,
             format!(
-                "Memory grows steadily by {}/min and does not come back down; at this rate the card is full in about {:.0} min. This looks like a leak: tensors kept alive across steps (a loss kept with its graph, a growing list or cache).",
+                "Memory grows steadily by {}/min and does not come back down; at this rate the card is full in about {:.0} min. This looks like a leak: tensors kept alive across steps (a loss kept with its graph, a growing list or cache).{grower}",
                 human((slope * 60.0) as u64),
                 minutes
             ),
@@ -508,7 +578,27 @@ mod tests {
         let saw = (0..600).map(|t| gpu(8 * GIB + (t % 30) * GIB / 5));
         assert!(run(saw).is_empty());
         // The same saw-tooth on a floor rising 4 MiB/s: an alert with a time-to-full.
-        let leak = (0..600).map(|t| gpu(8 * GIB + (t % 30) * GIB / 5 + t * 4 * (1 << 20)));
+        let leak = (0..600).map(|t| {
+            let leaking = (t % 30) * GIB / 5 + t * 4 * (1 << 20);
+            let procs = vec![
+                ProcessSample {
+                    pid: 7,
+                    name: Some("python".into()),
+                    used: Some(leaking),
+                    ..Default::default()
+                },
+                ProcessSample {
+                    pid: 8,
+                    name: Some("Xorg".into()),
+                    used: Some(GIB),
+                    ..Default::default()
+                },
+            ];
+            GpuSample {
+                processes: Some(procs),
+                ..gpu(8 * GIB + leaking)
+            }
+        });
         let a = run(leak);
         assert_eq!(
             a.iter()
@@ -526,6 +616,13 @@ mod tests {
             "fires once the window shows it: {i}"
         );
         assert!(alert.message.contains("240 MiB/min"), "{}", alert.message);
+        assert!(
+            alert
+                .message
+                .contains("Growing: python (pid 7), +240 MiB/min"),
+            "{}",
+            alert.message
+        );
     }
 
     #[test]

@@ -157,21 +157,22 @@ pub fn csv_rows(s: &Snapshot) -> String {
 
 /// Splits one CSV line (RFC 4180 quoting, no embedded line breaks).
 pub fn split_csv(line: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
+    let mut out = Vec::new();
+    let mut cur = String::new();
     let mut quoted = false;
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
-        let cur = out.last_mut().expect("never empty");
         match (c, quoted) {
             ('"', true) if chars.peek() == Some(&'"') => {
                 chars.next();
                 cur.push('"');
             }
             ('"', _) => quoted = !quoted,
-            (',', false) => out.push(String::new()),
+            (',', false) => out.push(std::mem::take(&mut cur)),
             _ => cur.push(c),
         }
     }
+    out.push(cur);
     out
 }
 
@@ -410,6 +411,20 @@ mod tests {
             let mut f = split_csv(&good);
             f[col] = junk.into();
             assert!(parse_csv_row(&join(&f)).is_err(), "column {col} = {junk:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_survives_a_csv_field(text in ".*", other in "[a-z,\"]*") {
+            let line = format!("{},{}", field(&text), field(&other));
+            let cols = split_csv(&line);
+            proptest::prop_assert_eq!(cols, vec![text.replace(['\n', '\r'], " "), other]);
+        }
+
+        #[test]
+        fn any_line_parses_or_errs_without_panicking(line in ".{0,300}") {
+            let _ = parse_csv_row(&line);
         }
     }
 }

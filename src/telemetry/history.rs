@@ -217,8 +217,9 @@ impl History {
         }
     }
 
-    /// Adds every GPU of a snapshot. Snapshots older than what is stored (a replay that jumps
-    /// back) are ignored so each series stays in time order.
+    /// Adds every GPU of a snapshot. A time before the last stored one (the wall clock set back,
+    /// a replay of concatenated recordings) is clamped to it: each series stays in time order and
+    /// nothing is dropped, so a clock adjustment cannot freeze the graph.
     pub fn push(&mut self, s: &Snapshot) {
         for g in &s.gpus {
             let key = g.key();
@@ -226,11 +227,9 @@ impl History {
                 continue;
             }
             let h = self.gpus.entry(key).or_default();
-            if h.last().is_some_and(|l| l.time_ms > s.time_ms) {
-                continue;
-            }
+            let time_ms = h.last().map_or(s.time_ms, |l| l.time_ms.max(s.time_ms));
             h.name.clone_from(&g.name);
-            h.push(Point::from_gpu(s.time_ms, g), &self.config);
+            h.push(Point::from_gpu(time_ms, g), &self.config);
         }
     }
 
@@ -319,11 +318,14 @@ mod tests {
         let mut h = History::default();
         h.push(&snap(5000, 1, 1));
         h.push(&snap(4000, 2, 1));
+        let pts: Vec<Point> = h.gpu("index-0").unwrap().points().collect();
+        let times: Vec<u64> = pts.iter().map(|p| p.time_ms).collect();
         assert_eq!(
-            h.gpu("index-0").unwrap().len(),
-            1,
-            "a step back in time is dropped"
+            times,
+            vec![5000, 5000],
+            "a step back in time is clamped, not dropped"
         );
-        assert_eq!(h.gpu("index-0").unwrap().since(4500).count(), 1);
+        assert_eq!(pts[1].used, Some(12));
+        assert_eq!(h.gpu("index-0").unwrap().since(4500).count(), 2);
     }
 }

@@ -45,6 +45,7 @@ pub struct NvmlSource {
     memory_v1: bool,
     devices: Vec<DeviceCache>,
     names: HashMap<u32, String>,
+    lost: Vec<GpuSample>,
 }
 
 impl NvmlSource {
@@ -61,6 +62,7 @@ impl NvmlSource {
             memory_v1: false,
             devices: Vec::new(),
             names: HashMap::new(),
+            lost: Vec::new(),
         }
     }
 
@@ -78,7 +80,8 @@ impl NvmlSource {
         };
         let nvml = res.map_err(|e| classify(&e))?;
         self.nvml = Some(nvml);
-        self.devices.clear();
+        // The device cache (names, UUIDs by index) is kept: after a GPU was lost and NVML was
+        // re-opened, the lost GPU is still shown under its name.
         self.memory_v1 = false;
         Ok(())
     }
@@ -92,8 +95,18 @@ impl NvmlSource {
         Snapshot {
             time_ms: now_ms(),
             source: SourceKind::Nvml,
+            gpus: self.shown_while_down(&state),
             state,
-            gpus: Vec::new(),
+        }
+    }
+
+    /// While NVML is down because every GPU was lost, the lost GPUs stay in the snapshots
+    /// (marked lost), so the UI and the detectors see *which* GPU is gone.
+    fn shown_while_down(&self, state: &SourceState) -> Vec<GpuSample> {
+        if matches!(state, SourceState::GpuLost(_)) {
+            self.lost.clone()
+        } else {
+            Vec::new()
         }
     }
 
@@ -104,28 +117,26 @@ impl NvmlSource {
         let count = nvml.device_count().map_err(|e| classify(&e))?;
         self.devices
             .resize_with(count as usize, DeviceCache::default);
-        let read_pcie = self.tick.is_multiple_of(PCIE_EVERY);
+        let mut pass = Pass {
+            nvml,
+            memory_v1: &mut self.memory_v1,
+            read_pcie: self.tick.is_multiple_of(PCIE_EVERY),
+            names: &mut self.names,
+            seen: Vec::new(),
+        };
         let mut gpus = Vec::with_capacity(count as usize);
-        let mut seen = Vec::new();
         for i in 0..count {
             let cache = &mut self.devices[i as usize];
             let g = match nvml.device_by_index(i) {
-                Ok(dev) => read_device(
-                    nvml,
-                    &dev,
-                    i,
-                    cache,
-                    &mut self.memory_v1,
-                    read_pcie,
-                    &mut self.names,
-                    &mut seen,
-                ),
+                Ok(dev) => pass.read_device(&dev, i, cache),
                 Err(e) => lost_or_empty(i, cache, &e),
             };
             gpus.push(g);
         }
+        let seen = pass.seen;
         self.names.retain(|pid, _| seen.contains(pid));
         if !gpus.is_empty() && gpus.iter().all(|g| g.status == GpuStatus::Lost) {
+            self.lost = gpus;
             return Err(SourceState::GpuLost("every GPU stopped answering".into()));
         }
         Ok(gpus)
@@ -144,7 +155,7 @@ impl Source for NvmlSource {
                     time_ms: now_ms(),
                     source: SourceKind::Nvml,
                     state: self.state.clone(),
-                    gpus: Vec::new(),
+                    gpus: self.shown_while_down(&self.state),
                 };
             }
             if let Err(state) = self.open() {
@@ -161,6 +172,7 @@ impl Source for NvmlSource {
                     SourceState::Ok
                 };
                 self.retry_wait = self.min_retry;
+                self.lost.clear();
                 Snapshot {
                     time_ms: now_ms(),
                     source: SourceKind::Nvml,
@@ -220,58 +232,89 @@ fn lost_or_empty(index: u32, cache: &DeviceCache, e: &NvmlError) -> GpuSample {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn read_device(
-    nvml: &Nvml,
-    dev: &Device,
-    index: u32,
-    cache: &mut DeviceCache,
-    memory_v1: &mut bool,
+/// One sampling pass over the devices: what the per-device reads share.
+struct Pass<'a> {
+    nvml: &'a Nvml,
+    memory_v1: &'a mut bool,
     read_pcie: bool,
-    names: &mut HashMap<u32, String>,
-    seen: &mut Vec<u32>,
-) -> GpuSample {
-    let mut lost = false;
-    let memory = opt(memory(nvml, dev, memory_v1), &mut lost);
-    if cache.name.is_none() {
-        cache.name = opt(dev.name(), &mut lost);
-    }
-    if cache.uuid.is_none() {
-        cache.uuid = opt(dev.uuid(), &mut lost);
-    }
-    let util = opt(dev.utilization_rates(), &mut lost);
-    if read_pcie {
-        cache.pcie = (
-            opt(dev.pcie_throughput(PcieUtilCounter::Receive), &mut lost),
-            opt(dev.pcie_throughput(PcieUtilCounter::Send), &mut lost),
-        );
-    }
-    let g = GpuSample {
-        index,
-        uuid: cache.uuid.clone(),
-        name: cache.name.clone().unwrap_or_else(|| format!("GPU {index}")),
-        status: GpuStatus::Ok,
-        memory,
-        shared: None,
-        util_gpu_pct: util.as_ref().map(|u| u.gpu),
-        util_mem_pct: util.as_ref().map(|u| u.memory),
-        temp_c: opt(dev.temperature(TemperatureSensor::Gpu), &mut lost),
-        power_w: opt(dev.power_usage(), &mut lost).map(|mw| f64::from(mw) / 1000.0),
-        power_limit_w: opt(dev.enforced_power_limit(), &mut lost).map(|mw| f64::from(mw) / 1000.0),
-        clock_graphics_mhz: opt(dev.clock_info(Clock::Graphics), &mut lost),
-        clock_mem_mhz: opt(dev.clock_info(Clock::Memory), &mut lost),
-        pcie_rx_kbps: cache.pcie.0,
-        pcie_tx_kbps: cache.pcie.1,
-        throttle: opt(dev.current_throttle_reasons(), &mut lost).map(throttle_reasons),
-        processes: processes(nvml, dev, names, seen, &mut lost),
-    };
-    if lost {
-        return GpuSample {
-            status: GpuStatus::Lost,
-            ..lost_or_empty(index, cache, &NvmlError::GpuLost)
+    /// Process names by pid, kept across passes (NVML's name call is a syscall per pid).
+    names: &'a mut HashMap<u32, String>,
+    /// Pids seen in this pass; names of the others are forgotten afterwards.
+    seen: Vec<u32>,
+}
+
+impl Pass<'_> {
+    fn read_device(&mut self, dev: &Device, index: u32, cache: &mut DeviceCache) -> GpuSample {
+        let mut lost = false;
+        let memory = opt(memory(self.nvml, dev, self.memory_v1), &mut lost);
+        if cache.name.is_none() {
+            cache.name = opt(dev.name(), &mut lost);
+        }
+        if cache.uuid.is_none() {
+            cache.uuid = opt(dev.uuid(), &mut lost);
+        }
+        let util = opt(dev.utilization_rates(), &mut lost);
+        if self.read_pcie {
+            cache.pcie = (
+                opt(dev.pcie_throughput(PcieUtilCounter::Receive), &mut lost),
+                opt(dev.pcie_throughput(PcieUtilCounter::Send), &mut lost),
+            );
+        }
+        let g = GpuSample {
+            index,
+            uuid: cache.uuid.clone(),
+            name: cache.name.clone().unwrap_or_else(|| format!("GPU {index}")),
+            status: GpuStatus::Ok,
+            memory,
+            shared: None,
+            util_gpu_pct: util.as_ref().map(|u| u.gpu),
+            util_mem_pct: util.as_ref().map(|u| u.memory),
+            temp_c: opt(dev.temperature(TemperatureSensor::Gpu), &mut lost),
+            power_w: opt(dev.power_usage(), &mut lost).map(|mw| f64::from(mw) / 1000.0),
+            power_limit_w: opt(dev.enforced_power_limit(), &mut lost)
+                .map(|mw| f64::from(mw) / 1000.0),
+            clock_graphics_mhz: opt(dev.clock_info(Clock::Graphics), &mut lost),
+            clock_mem_mhz: opt(dev.clock_info(Clock::Memory), &mut lost),
+            pcie_rx_kbps: cache.pcie.0,
+            pcie_tx_kbps: cache.pcie.1,
+            throttle: opt(dev.current_throttle_reasons(), &mut lost).map(throttle_reasons),
+            processes: self.processes(dev, &mut lost),
         };
+        if lost {
+            return GpuSample {
+                status: GpuStatus::Lost,
+                ..lost_or_empty(index, cache, &NvmlError::GpuLost)
+            };
+        }
+        g
     }
-    g
+
+    /// Compute and graphics processes merged by pid. `None` when neither list could be read.
+    fn processes(&mut self, dev: &Device, lost: &mut bool) -> Option<Vec<ProcessSample>> {
+        let compute = opt(dev.running_compute_processes(), lost);
+        let graphics = opt(dev.running_graphics_processes(), lost);
+        if compute.is_none() && graphics.is_none() {
+            return None;
+        }
+        let mut out: Vec<ProcessSample> = Vec::new();
+        for (list, kind) in [
+            (compute, ProcessKind::Compute),
+            (graphics, ProcessKind::Graphics),
+        ] {
+            for p in list.unwrap_or_default() {
+                merge_process(&mut out, &p, kind);
+            }
+        }
+        for p in &mut out {
+            self.seen.push(p.pid);
+            let name = self
+                .names
+                .entry(p.pid)
+                .or_insert_with(|| process_name(self.nvml, p.pid));
+            p.name = (!name.is_empty()).then(|| name.clone());
+        }
+        Some(out)
+    }
 }
 
 /// Layout of NVML's v1 `nvmlMemory_t` (nvml-wrapper-sys 0.10 bindings: three `c_ulonglong`).
@@ -353,39 +396,6 @@ fn throttle_reasons(bits: ThrottleReasons) -> Vec<ThrottleReason> {
         .filter(|(b, _)| bits.contains(*b))
         .map(|(_, r)| *r)
         .collect()
-}
-
-/// Compute and graphics processes merged by pid. `None` when neither list could be read.
-fn processes(
-    nvml: &Nvml,
-    dev: &Device,
-    names: &mut HashMap<u32, String>,
-    seen: &mut Vec<u32>,
-    lost: &mut bool,
-) -> Option<Vec<ProcessSample>> {
-    let compute = opt(dev.running_compute_processes(), lost);
-    let graphics = opt(dev.running_graphics_processes(), lost);
-    if compute.is_none() && graphics.is_none() {
-        return None;
-    }
-    let mut out: Vec<ProcessSample> = Vec::new();
-    let lists = [
-        (compute, ProcessKind::Compute),
-        (graphics, ProcessKind::Graphics),
-    ];
-    for (list, kind) in lists {
-        for p in list.unwrap_or_default() {
-            merge_process(&mut out, &p, kind);
-        }
-    }
-    for p in &mut out {
-        seen.push(p.pid);
-        let name = names
-            .entry(p.pid)
-            .or_insert_with(|| process_name(nvml, p.pid));
-        p.name = (!name.is_empty()).then(|| name.clone());
-    }
-    Some(out)
 }
 
 fn merge_process(out: &mut Vec<ProcessSample>, p: &ProcessInfo, kind: ProcessKind) {

@@ -3,7 +3,7 @@
 
 use super::sample::Snapshot;
 use super::source::Source;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -63,12 +63,12 @@ impl Drop for Sampler {
 fn run(
     mut source: Box<dyn Source>,
     interval: Duration,
-    tx: &mpsc::SyncSender<Snapshot>,
+    tx: &SyncSender<Snapshot>,
     stop: &Receiver<()>,
 ) {
     let mut next = Instant::now();
     loop {
-        if tx.send(source.sample()).is_err() || source.finished() {
+        if !deliver(source.sample(), tx, stop) || source.finished() {
             return;
         }
         // Fixed-rate ticks: the time a sample took is not added to the interval.
@@ -77,17 +77,40 @@ fn run(
         if wait.is_zero() {
             next = Instant::now();
         }
-        match stop.recv_timeout(wait) {
-            Err(RecvTimeoutError::Timeout) => {}
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        if stopped(stop, wait) {
+            return;
         }
     }
+}
+
+/// Sends one snapshot, waiting while the channel is full (nothing is dropped, which a replay
+/// needs) but still answering a stop request. False when the sampler should end.
+fn deliver(mut snap: Snapshot, tx: &SyncSender<Snapshot>, stop: &Receiver<()>) -> bool {
+    loop {
+        match tx.try_send(snap) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(s)) => {
+                snap = s;
+                if stopped(stop, Duration::from_millis(10)) {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// Waits up to `wait`; true if the handle asked to stop (or is gone).
+fn stopped(stop: &Receiver<()>, wait: Duration) -> bool {
+    !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::telemetry::sample::{SourceKind, SourceState};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     struct Counter(u64, u64);
     impl Source for Counter {
@@ -122,5 +145,36 @@ mod tests {
         s.stop();
         assert!(t.elapsed() < Duration::from_secs(5));
         assert!(rx.recv().is_err(), "channel closes after stop");
+    }
+
+    #[test]
+    fn stop_is_prompt_while_the_receiver_is_not_reading() {
+        struct Tracked(Arc<AtomicU64>);
+        impl Source for Tracked {
+            fn kind(&self) -> SourceKind {
+                SourceKind::Demo
+            }
+            fn sample(&mut self) -> Snapshot {
+                Snapshot {
+                    time_ms: self.0.fetch_add(1, Ordering::SeqCst) + 1,
+                    ..Default::default()
+                }
+            }
+        }
+        let taken = Arc::new(AtomicU64::new(0));
+        let (s, rx) = Sampler::start(Box::new(Tracked(taken.clone())), Duration::ZERO);
+        // Wait until the channel is full (64) and one more sample waits to be sent; nobody reads.
+        while taken.load(Ordering::SeqCst) < 65 {
+            std::thread::yield_now();
+        }
+        let t = Instant::now();
+        s.stop();
+        assert!(t.elapsed() < Duration::from_secs(5));
+        let times: Vec<u64> = rx.try_iter().map(|s| s.time_ms).collect();
+        assert_eq!(
+            times,
+            (1..=64).collect::<Vec<u64>>(),
+            "delivered in order, the rest never sent"
+        );
     }
 }

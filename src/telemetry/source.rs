@@ -17,11 +17,22 @@ pub trait Source: Send {
     }
 }
 
-/// The first live source that finds a GPU on this machine: NVML, then AMD sysfs, then (on Windows)
-/// the performance counters. When none finds one, the error is NVML's state, which says why
-/// (no driver, no permission, ...).
+/// Environment variable naming the NVML library [`detect`] loads instead of the system's.
+pub const NVML_LIB_ENV: &str = "VRAM_DOCTOR_NVML_LIB";
+
+/// The first live source that finds a GPU on this machine: on Windows the performance counters
+/// (which include NVML and add shared memory), then NVML, then AMD sysfs on Linux. When none finds
+/// one, the error is NVML's state, which says why (no driver, no permission, ...).
+/// `VRAM_DOCTOR_NVML_LIB` names another NVML library to load (tests, unusual installs).
 pub fn detect() -> Result<Box<dyn Source>, SourceState> {
-    let mut nvml = super::nvml::NvmlSource::new(None);
+    #[cfg(windows)]
+    {
+        if let Some(win) = super::windows::WindowsSource::open() {
+            return Ok(Box::new(win));
+        }
+    }
+    let lib = std::env::var_os(NVML_LIB_ENV).map(std::path::PathBuf::from);
+    let mut nvml = super::nvml::NvmlSource::new(lib);
     let first = nvml.sample();
     if first.state.is_ok() && !first.gpus.is_empty() {
         return Ok(Box::new(nvml));
@@ -31,12 +42,6 @@ pub fn detect() -> Result<Box<dyn Source>, SourceState> {
         let amd = super::amd::AmdSource::system();
         if amd.gpu_count() > 0 {
             return Ok(Box::new(amd));
-        }
-    }
-    #[cfg(windows)]
-    {
-        if let Some(win) = super::windows::WindowsSource::open() {
-            return Ok(Box::new(win));
         }
     }
     Err(if first.state.is_ok() {

@@ -418,3 +418,52 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *c, nvmlProcessInfo_t *p) {
     return list_procs(d, c, p, 1);
 }
+
+/* ---------- extras for Python monitors (pynvml: gpustat, nvitop), so the cost comparison in
+ * benches/compare_monitors.sh can run every tool against this same library. nvml-wrapper
+ * does not need them. ---------- */
+EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *v, unsigned int len) {
+    if (!g_inited) return E_UNINIT;
+    char buf[48];
+    snprintf(buf, sizeof buf, "12.%s", g_driver);
+    copy_str(v, len, buf);
+    return OK;
+}
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) { if (!v) return E_ARG; *v = 12050; return OK; }
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return nvmlSystemGetCudaDriverVersion(v); }
+EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *c) { return nvmlDeviceGetCount_v2(c); }
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d) { return nvmlDeviceGetHandleByIndex_v2(i, d); }
+EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *i) { CHECK(d, i, 0); *i = d->index; return OK; }
+EXPORT nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t d, unsigned int *n) { CHECK(d, n, 0); *n = 1; return OK; }
+EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t d, unsigned int fan, unsigned int *s) {
+    CHECK(d, s, 0);
+    if (fan != 0) return E_ARG;
+    *s = 41;
+    return OK;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t d, unsigned int *s) { return nvmlDeviceGetFanSpeed_v2(d, 0, s); }
+EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned int *mhz) { return nvmlDeviceGetClockInfo(d, type, mhz); }
+EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *mw) { return nvmlDeviceGetEnforcedPowerLimit(d, mw); }
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *c, nvmlProcessInfo_t *p) { return list_procs(d, c, p, 0); }
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int *c, nvmlProcessInfo_t *p) { return list_procs(d, c, p, 1); }
+/* Present but "not supported": pynvml callers treat NOT_SUPPORTED as N/A, while a missing symbol
+ * (FUNCTION_NOT_FOUND) makes nvitop print tracebacks (monitor.md section 3.2). Arguments are
+ * ignored, which is safe with the C calling convention. */
+#define NOT_SUPPORTED(name) EXPORT nvmlReturn_t name(void) { return E_NOT_SUPPORTED; }
+NOT_SUPPORTED(nvmlDeviceGetComputeMode)
+NOT_SUPPORTED(nvmlDeviceGetDecoderUtilization)
+NOT_SUPPORTED(nvmlDeviceGetEncoderUtilization)
+NOT_SUPPORTED(nvmlDeviceGetDisplayActive)
+NOT_SUPPORTED(nvmlDeviceGetDriverModel)
+NOT_SUPPORTED(nvmlDeviceGetDriverModel_v2)
+NOT_SUPPORTED(nvmlDeviceGetPerformanceState)
+NOT_SUPPORTED(nvmlDeviceGetPersistenceMode)
+NOT_SUPPORTED(nvmlDeviceGetProcessUtilization)
+NOT_SUPPORTED(nvmlDeviceGetTotalEccErrors)
+NOT_SUPPORTED(nvmlDeviceGetPciInfo_v3)
+NOT_SUPPORTED(nvmlDeviceGetMigMode)
+NOT_SUPPORTED(nvmlDeviceGetTemperatureThreshold)
+NOT_SUPPORTED(nvmlDeviceGetCurrPcieLinkGeneration)
+NOT_SUPPORTED(nvmlDeviceGetCurrPcieLinkWidth)
+NOT_SUPPORTED(nvmlDeviceGetMaxPcieLinkGeneration)
+NOT_SUPPORTED(nvmlDeviceGetMaxPcieLinkWidth)

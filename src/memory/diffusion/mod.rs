@@ -1,0 +1,220 @@
+//! Diffusion workloads (ComfyUI and diffusers): text encoders, the denoising model with its
+//! add-ons, and the VAE, each with its weights and the activations of its stage, placed on the
+//! GPU the way the engine does it (resident, offloaded after use, streamed, or loaded partially).
+//!
+//! The pipeline runs in three stages — encode the prompt, denoise the latents, decode the image —
+//! so the activation peak is the largest stage's, on top of whichever weights the engine keeps
+//! on the GPU during that stage.
+
+pub mod catalog;
+pub mod parts;
+pub mod residency;
+pub mod resolve;
+pub mod stages;
+
+use super::dtype::WeightFormat;
+use super::options::{Attention, Engine, choice};
+use super::workload::GpuTarget;
+pub use catalog::{DiffusionCatalog, DiffusionModel, ModelKind, Part, PartKind};
+pub use residency::estimate;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+choice!(
+    /// ComfyUI's VRAM state (`--normalvram` default, `--lowvram`, `--novram`, `--highvram`,
+    /// `--gpu-only`; comfy/cli_args.py, comfy/model_management.py `VRAMState`).
+    VramMode, "run.vram_mode" {
+        Normal = "normal" | "normalvram" | "normal_vram",
+        Low = "lowvram" | "low" | "low_vram",
+        No = "novram" | "no" | "no_vram",
+        High = "highvram" | "high" | "high_vram",
+        GpuOnly = "gpu-only" | "gpu_only" | "gpuonly",
+    }
+);
+
+choice!(
+    /// diffusers offloading: `enable_model_cpu_offload` moves whole models to the GPU when
+    /// they run; `enable_sequential_cpu_offload` streams every submodule's weights each call.
+    CpuOffload, "run.cpu_offload" {
+        None = "none" | "off" | "false",
+        Model = "model" | "enable_model_cpu_offload",
+        Sequential = "sequential" | "enable_sequential_cpu_offload",
+    }
+);
+
+/// The knobs of a diffusion run, with defaults applied and ranges checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffusionRun {
+    pub width: u32,
+    pub height: u32,
+    /// Images (or videos) per prompt.
+    pub batch: u32,
+    /// Output frames (1 for image models).
+    pub frames: u32,
+    /// Storage format of the denoising model.
+    pub weights: WeightFormat,
+    /// Storage format of each text encoder, in the model's order.
+    pub text_encoder_weights: Vec<WeightFormat>,
+    pub engine: Engine,
+    pub attention: Attention,
+    /// Classifier-free guidance: cond and uncond run as one doubled batch.
+    pub cfg: bool,
+    pub vae_tiling: bool,
+    pub vae_slicing: bool,
+    /// Decode the latents to pixels (false: the run returns latents, e.g. diffusers
+    /// `output_type="latent"`).
+    pub vae_decode: bool,
+    /// Tiny autoencoder (TAESD) instead of the full VAE.
+    pub tiny_vae: bool,
+    pub vram_mode: VramMode,
+    pub cpu_offload: CpuOffload,
+    pub text_encoder_on_cpu: bool,
+    pub loras: u32,
+    pub lora_rank: u32,
+    pub controlnets: u32,
+    pub ip_adapter: bool,
+    /// VRAM ComfyUI keeps free for the OS and other programs (`--reserve-vram`).
+    pub reserve_vram_bytes: u64,
+    pub other_processes_bytes: u64,
+}
+
+impl Default for DiffusionRun {
+    fn default() -> Self {
+        DiffusionRun {
+            width: 1024,
+            height: 1024,
+            batch: 1,
+            frames: 1,
+            weights: WeightFormat::Bf16,
+            text_encoder_weights: Vec::new(),
+            engine: Engine::ComfyUi,
+            attention: Attention::Sdpa,
+            cfg: true,
+            vae_tiling: false,
+            vae_slicing: false,
+            vae_decode: true,
+            tiny_vae: false,
+            vram_mode: VramMode::Normal,
+            cpu_offload: CpuOffload::None,
+            text_encoder_on_cpu: false,
+            loras: 0,
+            lora_rank: 32,
+            controlnets: 0,
+            ip_adapter: false,
+            reserve_vram_bytes: residency::COMFY_RESERVE_WINDOWS,
+            other_processes_bytes: 0,
+        }
+    }
+}
+
+/// The GPU figures the diffusion planner needs beyond capacity: speed of its memory and of
+/// the bus weights are streamed over.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bus {
+    /// GPU memory bandwidth, GB/s (from the GPU preset).
+    pub bandwidth_gbs: f64,
+    /// Host-to-device bandwidth, GB/s.
+    pub pcie_gbs: f64,
+}
+
+impl Default for Bus {
+    /// A mid-range PCIe 4.0 x16 card when the preset is unknown.
+    fn default() -> Self {
+        Bus {
+            bandwidth_gbs: 500.0,
+            pcie_gbs: pcie_gbs(4, 16),
+        }
+    }
+}
+
+/// Usable host-to-device bandwidth for streamed weights: 0.985 / 1.97 / 3.94 GB/s per lane for
+/// PCIe 3/4/5 (PCI-SIG line rates after 128b/130b encoding), at 50% — copies from pageable
+/// host memory reach about half the line rate in CUDA `bandwidthTest --memory=pageable` runs,
+/// pinned ones ~80% [derived].
+pub fn pcie_gbs(generation: u32, lanes: u32) -> f64 {
+    let per_lane = match generation {
+        0 => return 0.0,
+        1 => 0.25,
+        2 => 0.5,
+        3 => 0.985,
+        4 => 1.969,
+        _ => 3.938,
+    };
+    per_lane * f64::from(lanes) * 0.5
+}
+
+/// A checked diffusion workload: the model, its parts, the card and the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffusionWorkload {
+    pub gpu: GpuTarget,
+    pub bus: Bus,
+    pub model: DiffusionModel,
+    pub text_encoders: Vec<Part>,
+    pub vae: Part,
+    pub run: DiffusionRun,
+}
+
+impl DiffusionWorkload {
+    /// Builds a workload for a preset with default knobs at the model's native size.
+    pub fn for_preset(gpu: GpuTarget, bus: Bus, model_id: &str) -> Result<Self, String> {
+        let cat = DiffusionCatalog::get();
+        let model = cat.model(model_id)?.clone();
+        let text_encoders: Vec<Part> = model
+            .text_encoders
+            .iter()
+            .filter_map(|t| cat.part(t).cloned())
+            .collect();
+        let vae = cat
+            .part(&model.vae)
+            .cloned()
+            .ok_or_else(|| format!("{}: VAE '{}' missing", model.id, model.vae))?;
+        let weights = if gpu.bf16 {
+            WeightFormat::Bf16
+        } else {
+            WeightFormat::Fp16
+        };
+        let run = DiffusionRun {
+            width: model.native_width,
+            height: model.native_height,
+            frames: model.native_frames.max(1),
+            weights,
+            text_encoder_weights: vec![weights; text_encoders.len()],
+            cfg: model.cfg,
+            ..Default::default()
+        };
+        Ok(DiffusionWorkload {
+            gpu,
+            bus,
+            model,
+            text_encoders,
+            vae,
+            run,
+        })
+    }
+
+    /// Bytes per activation element: fp32 runs compute in fp32, everything else in 16-bit
+    /// (quantized weights are dequantized to bf16/fp16 for the matmuls).
+    pub fn act_bytes(&self) -> f64 {
+        if self.run.weights == WeightFormat::Fp32 {
+            4.0
+        } else {
+            2.0
+        }
+    }
+
+    /// Output pixels of one image or frame, in units of 2^20 (a 1024×1024 image is 1.0).
+    pub fn mpx(&self) -> f64 {
+        f64::from(self.run.width) * f64::from(self.run.height) / f64::from(1u32 << 20)
+    }
+
+    /// Latent frames of a video (4× temporal compression with the first frame kept, Wan VAE);
+    /// 1 for images.
+    pub fn latent_frames(&self) -> f64 {
+        if self.model.kind == ModelKind::Video {
+            f64::from((self.run.frames.max(1) - 1) / 4 + 1)
+        } else {
+            1.0
+        }
+    }
+}

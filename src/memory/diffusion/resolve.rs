@@ -1,0 +1,257 @@
+//! A workload file with `task = "diffusion"` → a checked `DiffusionWorkload`.
+
+use super::parts::quantized_bytes_per_param;
+use super::{Bus, DiffusionWorkload, ModelKind, pcie_gbs};
+use crate::catalog::Catalog;
+use crate::memory::dtype::WeightFormat;
+use crate::memory::options::Engine;
+use crate::memory::workload::{GpuTarget, WorkloadFile};
+use crate::units::gib_to_bytes;
+
+fn count(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
+    match v {
+        None => Ok(default),
+        Some(x) if (min..=max).contains(&x) => Ok(x as u32),
+        Some(x) => Err(format!(
+            "{field} = {x} is out of range; allowed {min}..={max}"
+        )),
+    }
+}
+
+fn format_for_diffusion(field: &str, s: &str) -> Result<WeightFormat, String> {
+    let f: WeightFormat = s.parse().map_err(|_| {
+        format!("{field} = '{s}' is not allowed; use fp32, fp16, bf16, fp8, int8, nf4 or a GGUF type (q8_0, q5_k_s, q4_0, q4_k_s …)")
+    })?;
+    if quantized_bytes_per_param(f).is_none() {
+        return Err(format!(
+            "{field} = '{s}' is an LLM-only format; use fp8, int8, nf4 or a GGUF type for diffusion models"
+        ));
+    }
+    Ok(f)
+}
+
+/// The memory and bus bandwidth of the GPU preset, for speed estimates.
+pub fn bus_for(preset: Option<&str>) -> Bus {
+    match preset.and_then(|p| Catalog::get().gpu(p).ok()) {
+        Some(g) if g.pcie_lanes > 0 => Bus {
+            bandwidth_gbs: g.bandwidth_gbs,
+            pcie_gbs: pcie_gbs(g.pcie_gen, g.pcie_lanes),
+        },
+        // Unified-memory and SXM parts have no PCIe hop for offloaded weights: use memory speed.
+        Some(g) => Bus {
+            bandwidth_gbs: g.bandwidth_gbs,
+            pcie_gbs: g.bandwidth_gbs,
+        },
+        None => Bus::default(),
+    }
+}
+
+/// Resolves `[model] preset` against the diffusion catalog and checks the `[run]` fields.
+pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload, String> {
+    let preset = file
+        .model
+        .preset
+        .as_deref()
+        .ok_or("model.preset is missing: name a diffusion model (see `vram-doctor presets list diffusion`)")?;
+    let mut w = DiffusionWorkload::for_preset(gpu, bus_for(file.gpu.preset.as_deref()), preset)?;
+    let r = &file.run;
+    w.run.engine = match r.engine {
+        None => Engine::ComfyUi,
+        Some(e @ (Engine::ComfyUi | Engine::Diffusers)) => e,
+        Some(e) => {
+            return Err(format!(
+                "run.engine = '{e}' does not run diffusion models; use comfyui or diffusers"
+            ));
+        }
+    };
+    if let Some(s) = &r.weights {
+        w.run.weights = format_for_diffusion("run.weights", s)?;
+    }
+    // Text encoders follow a 16-bit model; a quantized model keeps them 16-bit unless told.
+    let default_te = if w.run.weights.is_quantized() {
+        w.run_default_16bit()
+    } else {
+        w.run.weights
+    };
+    let n_te = w.text_encoders.len();
+    let model_id = w.model.id.clone();
+    let run = &mut w.run;
+    run.text_encoder_weights = match &r.text_encoder_weights {
+        None => vec![default_te; n_te],
+        Some(s) => {
+            let list: Vec<WeightFormat> = s
+                .split(',')
+                .map(|x| format_for_diffusion("run.text_encoder_weights", x.trim()))
+                .collect::<Result<_, _>>()?;
+            match list.len() {
+                1 => vec![list[0]; n_te],
+                n if n == n_te => list,
+                n => {
+                    return Err(format!(
+                        "run.text_encoder_weights lists {n} formats but {} has {n_te} text encoders; give one for all or one per encoder",
+                        model_id
+                    ));
+                }
+            }
+        }
+    };
+    let native = (w.model.native_width, w.model.native_height);
+    run.width = count("run.width", r.width, native.0, 64, 16384)?;
+    run.height = count("run.height", r.height, native.1, 64, 16384)?;
+    for (f, v) in [("run.width", run.width), ("run.height", run.height)] {
+        if v % 8 != 0 {
+            return Err(format!(
+                "{f} = {v} is not a multiple of 8 (the VAE's downscale); use e.g. {}",
+                v / 8 * 8
+            ));
+        }
+    }
+    run.batch = count("run.batch", r.batch, 1, 1, 4096)?;
+    let video = w.model.kind == ModelKind::Video;
+    run.frames = count(
+        "run.frames",
+        r.frames,
+        w.model.native_frames.max(1),
+        1,
+        10_000,
+    )?;
+    if !video && run.frames != 1 {
+        return Err(format!(
+            "run.frames applies to video models; {} makes still images",
+            w.model.id
+        ));
+    }
+    if let Some(a) = r.attention {
+        run.attention = a;
+    }
+    if let Some(c) = r.cfg {
+        run.cfg = c;
+    }
+    let flag = |v: Option<bool>, d: bool| v.unwrap_or(d);
+    run.vae_tiling = flag(r.vae_tiling, false);
+    run.vae_slicing = flag(r.vae_slicing, false);
+    run.vae_decode = flag(r.vae_decode, true);
+    run.tiny_vae = flag(r.tiny_vae, false);
+    run.text_encoder_on_cpu = flag(r.text_encoder_on_cpu, false);
+    run.ip_adapter = flag(r.ip_adapter, false);
+    if let Some(m) = r.vram_mode {
+        run.vram_mode = m;
+    }
+    if let Some(o) = r.cpu_offload {
+        run.cpu_offload = o;
+    }
+    run.loras = count("run.loras", r.loras, 0, 0, 64)?;
+    run.lora_rank = count("run.lora_rank", r.lora_rank, run.lora_rank, 1, 4096)?;
+    run.controlnets = count("run.controlnets", r.controlnets, 0, 0, 16)?;
+    if run.controlnets > 0 && w.model.controlnet_params <= 0.0 {
+        return Err(format!(
+            "run.controlnets: no ControlNet is known for {}; set run.controlnets = 0",
+            w.model.id
+        ));
+    }
+    if run.ip_adapter && w.model.ip_adapter_params <= 0.0 {
+        return Err(format!(
+            "run.ip_adapter: no IP-Adapter is known for {}; set run.ip_adapter = false",
+            w.model.id
+        ));
+    }
+    let gib = |field: &str, v: Option<f64>, d: f64| -> Result<u64, String> {
+        let x = v.unwrap_or(d);
+        if x.is_finite() && (0.0..=4096.0).contains(&x) {
+            Ok(gib_to_bytes(x))
+        } else {
+            Err(format!(
+                "{field} = {x} is out of range; allowed 0..=4096 (GiB)"
+            ))
+        }
+    };
+    run.reserve_vram_bytes = gib(
+        "run.reserve_vram_gib",
+        r.reserve_vram_gib,
+        run.reserve_vram_bytes as f64 / crate::units::GIB,
+    )?;
+    run.other_processes_bytes = gib("run.other_processes_gib", r.other_processes_gib, 0.0)?;
+    Ok(w)
+}
+
+impl DiffusionWorkload {
+    /// The 16-bit format this GPU computes in: bf16 where supported, else fp16.
+    pub fn run_default_16bit(&self) -> WeightFormat {
+        if self.gpu.bf16 {
+            WeightFormat::Bf16
+        } else {
+            WeightFormat::Fp16
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn resolve_text(t: &str) -> Result<DiffusionWorkload, String> {
+        let f = WorkloadFile::parse(t, "w.toml")?;
+        let gpu = f.gpu.resolve()?;
+        let _ = Path::new(".");
+        resolve(&f, gpu)
+    }
+
+    #[test]
+    fn issue_example_resolves_with_defaults() {
+        let w = resolve_text(
+            "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\nwidth = 1024\nheight = 1024\n",
+        );
+        let w = match w {
+            Ok(w) => w,
+            // The GPU catalog may not carry this card yet; a bare capacity must work regardless.
+            Err(_) => resolve_text(
+                "[gpu]\nvram_gib = 12\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\n",
+            )
+            .unwrap(),
+        };
+        assert_eq!((w.run.width, w.run.height, w.run.batch), (1024, 1024, 1));
+        assert_eq!(w.run.engine, Engine::ComfyUi);
+        assert_eq!(w.text_encoders.len(), 2);
+    }
+
+    #[test]
+    fn bad_fields_name_themselves() {
+        let base =
+            "[gpu]\nvram_gib = 12\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\n";
+        for (extra, needle) in [
+            ("width = 1001\n", "multiple of 8"),
+            ("width = 0\n", "run.width"),
+            ("frames = 5\n", "run.frames"),
+            ("weights = \"awq-4bit\"\n", "LLM-only"),
+            ("weights = \"q9\"\n", "run.weights"),
+            ("engine = \"vllm\"\n", "comfyui or diffusers"),
+            (
+                "text_encoder_weights = \"fp8,fp8,fp8\"\n",
+                "2 text encoders",
+            ),
+            ("vram_mode = \"tiny\"\n", "run.vram_mode"),
+            ("reserve_vram_gib = -1\n", "run.reserve_vram_gib"),
+        ] {
+            let e = resolve_text(&format!("{base}{extra}")).unwrap_err();
+            assert!(e.contains(needle), "{extra}: {e}");
+        }
+        let e = resolve_text("[gpu]\nvram_gib = 12\n[model]\npreset = \"fluxx\"\n").unwrap_err();
+        assert!(e.contains("flux"), "{e}");
+    }
+
+    #[test]
+    fn per_encoder_formats_and_quantized_defaults() {
+        let w = resolve_text("[gpu]\nvram_gib = 24\n[model]\npreset = \"sd3-medium\"\n[run]\nweights = \"fp8\"\ntext_encoder_weights = \"fp8, fp16, fp8\"\n").unwrap();
+        assert_eq!(
+            w.run.text_encoder_weights,
+            vec![WeightFormat::Fp8, WeightFormat::Fp16, WeightFormat::Fp8]
+        );
+        let w = resolve_text(
+            "[gpu]\nvram_gib = 24\n[model]\npreset = \"flux-dev\"\n[run]\nweights = \"q4_0\"\n",
+        )
+        .unwrap();
+        assert_eq!(w.run.text_encoder_weights, vec![WeightFormat::Bf16; 2]);
+        assert!(!w.run.cfg, "Flux dev is guidance-distilled");
+    }
+}

@@ -1,0 +1,432 @@
+//! Planning for diffusion workloads: the cheapest set of changes that makes a run fit (with its
+//! speed and quality cost), and the largest resolution and batch that fit.
+//!
+//! "Fits" means the whole run stays in VRAM without streaming weights: ComfyUI's partial
+//! loading runs, but every step then copies the rest of the model over PCIe, which the plan
+//! counts as a speed cost like any other strategy.
+
+use crate::memory::diffusion::residency::place;
+use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
+use crate::memory::dtype::WeightFormat;
+use crate::memory::options::Engine;
+use serde::{Deserialize, Serialize};
+
+/// One change to a diffusion run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    TiledVae,
+    Fp8TextEncoders,
+    TextEncodersOnCpu,
+    Fp8Weights,
+    GgufQ8,
+    GgufQ4,
+    Nf4Weights,
+    ModelOffload,
+    SequentialOffload,
+    LowVram,
+    BatchOne,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 11] = [
+        Strategy::TiledVae,
+        Strategy::Fp8TextEncoders,
+        Strategy::TextEncodersOnCpu,
+        Strategy::Fp8Weights,
+        Strategy::GgufQ8,
+        Strategy::GgufQ4,
+        Strategy::Nf4Weights,
+        Strategy::ModelOffload,
+        Strategy::SequentialOffload,
+        Strategy::LowVram,
+        Strategy::BatchOne,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::TiledVae => "tiled VAE decode",
+            Strategy::Fp8TextEncoders => "fp8 text encoders",
+            Strategy::TextEncodersOnCpu => "text encoders on the CPU",
+            Strategy::Fp8Weights => "fp8 (e4m3) model weights",
+            Strategy::GgufQ8 => "GGUF Q8_0 model weights",
+            Strategy::GgufQ4 => "GGUF Q4_K_S model weights",
+            Strategy::Nf4Weights => "bitsandbytes NF4 model weights",
+            Strategy::ModelOffload => "enable_model_cpu_offload()",
+            Strategy::SequentialOffload => "enable_sequential_cpu_offload()",
+            Strategy::LowVram => "ComfyUI --lowvram",
+            Strategy::BatchOne => "batch of 1",
+        }
+    }
+
+    /// Quality given up, in rough "noticeable steps" (0 = none): quantization papers and the
+    /// diffusers quantization blog's side-by-sides find 8-bit formats hard to tell apart and
+    /// 4-bit ones visibly softer in fine detail.
+    pub fn quality_cost(self) -> f64 {
+        match self {
+            Strategy::Fp8TextEncoders | Strategy::GgufQ8 | Strategy::Fp8Weights => 0.1,
+            Strategy::GgufQ4 | Strategy::Nf4Weights => 0.5,
+            Strategy::TiledVae => 0.05,
+            _ => 0.0,
+        }
+    }
+
+    /// Fixed slowdown besides weight streaming (which is computed from the bus): tiled decode
+    /// redoes the overlaps, GGUF and NF4 dequantize every matmul (city96/ComfyUI-GGUF notes
+    /// GGUF is slower than fp8; the quantization blog measured bnb 8-bit at 27 s vs 12 s bf16),
+    /// CPU text encoding takes seconds per prompt, a smaller batch gives up parallelism.
+    pub fn fixed_slowdown(self, w: &DiffusionWorkload) -> f64 {
+        match self {
+            Strategy::TiledVae => 1.05,
+            Strategy::Fp8Weights if !w.gpu.fp8 => 1.05,
+            Strategy::GgufQ8 => 1.1,
+            Strategy::GgufQ4 | Strategy::Nf4Weights => 1.2,
+            Strategy::TextEncodersOnCpu | Strategy::LowVram => 1.1,
+            Strategy::ModelOffload => 1.1,
+            Strategy::BatchOne => 1.15,
+            _ => 1.0,
+        }
+    }
+
+    /// Whether the strategy applies to this run (and changes something).
+    pub fn applies(self, w: &DiffusionWorkload) -> bool {
+        let r = &w.run;
+        let comfy = r.engine != Engine::Diffusers;
+        let big_te = w.text_encoders.iter().any(|t| t.params > 1e9);
+        let wt = r.weights;
+        match self {
+            Strategy::TiledVae => r.vae_decode && !r.vae_tiling && !r.tiny_vae,
+            Strategy::Fp8TextEncoders => {
+                big_te && r.text_encoder_weights.iter().any(|f| !f.is_quantized())
+            }
+            Strategy::TextEncodersOnCpu => !r.text_encoder_on_cpu && !w.text_encoders.is_empty(),
+            Strategy::Fp8Weights => !wt.is_quantized(),
+            Strategy::GgufQ8 | Strategy::GgufQ4 => {
+                comfy && !wt.is_gguf() && w.model.kind != ModelKind::Unet
+            }
+            Strategy::Nf4Weights => !comfy && !wt.is_quantized(),
+            Strategy::ModelOffload => !comfy && r.cpu_offload == CpuOffload::None,
+            Strategy::SequentialOffload => !comfy && r.cpu_offload != CpuOffload::Sequential,
+            Strategy::LowVram => comfy && r.vram_mode == VramMode::Normal,
+            Strategy::BatchOne => r.batch > 1,
+        }
+    }
+
+    fn weight_change(self) -> bool {
+        matches!(
+            self,
+            Strategy::Fp8Weights | Strategy::GgufQ8 | Strategy::GgufQ4 | Strategy::Nf4Weights
+        )
+    }
+
+    fn offload_change(self) -> bool {
+        matches!(
+            self,
+            Strategy::ModelOffload | Strategy::SequentialOffload | Strategy::LowVram
+        )
+    }
+
+    /// The run with this change applied.
+    pub fn apply(self, w: &mut DiffusionWorkload) {
+        let r = &mut w.run;
+        match self {
+            Strategy::TiledVae => r.vae_tiling = true,
+            Strategy::Fp8TextEncoders => {
+                for (f, t) in r.text_encoder_weights.iter_mut().zip(&w.text_encoders) {
+                    if t.params > 1e9 {
+                        *f = WeightFormat::Fp8;
+                    }
+                }
+            }
+            Strategy::TextEncodersOnCpu => r.text_encoder_on_cpu = true,
+            Strategy::Fp8Weights => r.weights = WeightFormat::Fp8,
+            Strategy::GgufQ8 => r.weights = "q8_0".parse().unwrap_or(WeightFormat::Fp8),
+            Strategy::GgufQ4 => r.weights = "q4_k_s".parse().unwrap_or(WeightFormat::Fp8),
+            Strategy::Nf4Weights => r.weights = WeightFormat::Nf4,
+            Strategy::ModelOffload => r.cpu_offload = CpuOffload::Model,
+            Strategy::SequentialOffload => r.cpu_offload = CpuOffload::Sequential,
+            Strategy::LowVram => r.vram_mode = VramMode::Low,
+            Strategy::BatchOne => r.batch = 1,
+        }
+    }
+}
+
+/// Seconds one denoising step computes: 2 FLOPs per parameter per token (a UNet's parameters
+/// sit mostly at the 4× downsampled levels, so a quarter of its attention tokens), at 40% of a
+/// tensor-core GPU's throughput, taken as 150 FLOPs per byte of memory bandwidth (H100: 3.35
+/// TB/s, ~990 dense bf16 TFLOPS; RTX 3060: 360 GB/s, ~51 TFLOPS) [derived].
+pub fn step_seconds(w: &DiffusionWorkload) -> f64 {
+    let d = f64::from(w.model.attn_div);
+    let mut tokens = (f64::from(w.run.width) / d).ceil()
+        * (f64::from(w.run.height) / d).ceil()
+        * w.latent_frames();
+    if w.model.kind == ModelKind::Unet {
+        tokens /= 4.0;
+    }
+    let samples = f64::from(w.run.batch) * if w.run.cfg { 2.0 } else { 1.0 };
+    let flops = 2.0 * w.model.params * (tokens + f64::from(w.model.joint_text_tokens)) * samples;
+    flops / (w.bus.bandwidth_gbs.max(1.0) * 1e9 * 150.0 * 0.4)
+}
+
+/// Slowdown from weights streamed over the bus every step.
+pub fn streaming_slowdown(w: &DiffusionWorkload) -> f64 {
+    let streamed = place(w).streamed_bytes;
+    if streamed <= 0.0 {
+        return 1.0;
+    }
+    let t = step_seconds(w).max(1e-3);
+    (t + streamed / (w.bus.pcie_gbs.max(0.1) * 1e9)) / t
+}
+
+/// The plan for a diffusion run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiffusionPlan {
+    /// The run fits as given, without streaming weights.
+    pub fits_as_is: bool,
+    /// The run as given still completes by streaming weights (ComfyUI partial load, offload).
+    pub runs_streaming: bool,
+    /// The changes, cheapest first; empty when none is needed or none helps.
+    pub strategies: Vec<Strategy>,
+    pub labels: Vec<String>,
+    /// Run time relative to the run as given would take on a big enough card (1.0 = same).
+    pub speed_factor: f64,
+    pub quality_note: String,
+    /// Memory the card must hold with the plan applied.
+    pub required_bytes: u64,
+    pub capacity_bytes: u64,
+    /// Largest width × height (same aspect, multiples of 64) and batch that fit with the plan.
+    pub max_width: u32,
+    pub max_height: u32,
+    pub max_batch: u32,
+    pub why: String,
+}
+
+fn fits_fully(w: &DiffusionWorkload) -> bool {
+    fits_streaming_at_most(w, 0.0)
+}
+
+/// Fits the card while streaming no more than `streamed` bytes of weights per step.
+fn fits_streaming_at_most(w: &DiffusionWorkload, streamed: f64) -> bool {
+    estimate(w).fits() && place(w).streamed_bytes <= streamed + 1.0
+}
+
+/// Slowdown and quality cost of a set of strategies applied to `base`.
+fn cost(base: &DiffusionWorkload, set: &[Strategy]) -> (DiffusionWorkload, f64, f64) {
+    let mut w = base.clone();
+    for s in set {
+        s.apply(&mut w);
+    }
+    let speed =
+        set.iter().map(|s| s.fixed_slowdown(base)).product::<f64>() * streaming_slowdown(&w);
+    let quality = set.iter().map(|s| s.quality_cost()).sum::<f64>();
+    (w, speed, quality)
+}
+
+/// The largest scale of the run's width and height (multiples of 64) that fits as planned,
+/// streaming no more weights than the plan does.
+fn max_size(w: &DiffusionWorkload) -> (u32, u32) {
+    let streamed = place(w).streamed_bytes;
+    let aspect = f64::from(w.run.height) / f64::from(w.run.width);
+    let at = |width: u32| {
+        let mut t = w.clone();
+        t.run.width = width;
+        t.run.height = ((f64::from(width) * aspect / 64.0).round() as u32).max(1) * 64;
+        t
+    };
+    let (mut lo, mut hi) = (0u32, 16384 / 64);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits_streaming_at_most(&at(mid * 64), streamed) {
+            lo = mid
+        } else {
+            hi = mid - 1
+        }
+    }
+    if lo == 0 {
+        return (0, 0);
+    }
+    let t = at(lo * 64);
+    (t.run.width, t.run.height)
+}
+
+fn max_batch(w: &DiffusionWorkload) -> u32 {
+    let streamed = place(w).streamed_bytes;
+    let at = |b: u32| {
+        let mut t = w.clone();
+        t.run.batch = b;
+        t
+    };
+    let (mut lo, mut hi) = (0u32, 256u32);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits_streaming_at_most(&at(mid), streamed) {
+            lo = mid
+        } else {
+            hi = mid - 1
+        }
+    }
+    lo
+}
+
+/// The cheapest plan that fits: every combination of up to three applicable strategies (one
+/// weight format, one offload mode at most), ranked by slowdown plus quality given up.
+pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
+    let base_b = estimate(w);
+    let capacity = w.gpu.vram_bytes;
+    let fits_as_is = fits_fully(w);
+    let runs_streaming = base_b.fits();
+    let mut best: Option<(Vec<Strategy>, DiffusionWorkload, f64, f64)> = None;
+    if fits_as_is {
+        best = Some((Vec::new(), w.clone(), 1.0, 0.0));
+    } else {
+        let cands: Vec<Strategy> = Strategy::ALL.into_iter().filter(|s| s.applies(w)).collect();
+        // Running as is, streaming weights, competes with the changes on its slowdown.
+        let mut sets: Vec<Vec<Strategy>> = if runs_streaming {
+            vec![Vec::new()]
+        } else {
+            Vec::new()
+        };
+        let n = cands.len();
+        for i in 0..n {
+            sets.push(vec![cands[i]]);
+            for j in i + 1..n {
+                sets.push(vec![cands[i], cands[j]]);
+                for k in j + 1..n {
+                    sets.push(vec![cands[i], cands[j], cands[k]]);
+                }
+            }
+        }
+        for set in sets {
+            if set.iter().filter(|s| s.weight_change()).count() > 1
+                || set.iter().filter(|s| s.offload_change()).count() > 1
+            {
+                continue;
+            }
+            let (t, speed, quality) = cost(w, &set);
+            let ok = estimate(&t).fits();
+            if !ok {
+                continue;
+            }
+            let score = (speed - 1.0) + quality;
+            if best
+                .as_ref()
+                .is_none_or(|b| score < (b.2 - 1.0) + b.3 - 1e-9)
+            {
+                best = Some((set, t, speed, quality));
+            }
+        }
+    }
+    let Some((set, planned, speed, quality)) = best else {
+        let (mw, mh) = max_size(w);
+        return DiffusionPlan {
+            capacity_bytes: capacity,
+            required_bytes: base_b.required_bytes(),
+            speed_factor: 1.0,
+            max_width: mw,
+            max_height: mh,
+            max_batch: max_batch(w),
+            why: "no combination of up to three changes fits this card; lower the resolution or use a card with more memory".into(),
+            ..Default::default()
+        };
+    };
+    let (mw, mh) = max_size(&planned);
+    let quality_note = if quality == 0.0 {
+        "no quality change".to_string()
+    } else if quality < 0.3 {
+        "8-bit weights: differences are hard to see".to_string()
+    } else {
+        "4-bit weights: fine detail can soften".to_string()
+    };
+    let why = if set.is_empty() {
+        "fits as is".to_string()
+    } else {
+        format!(
+            "{} brings the peak to {} of {}",
+            set.iter()
+                .map(|s| s.label())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            crate::units::human(estimate(&planned).required_bytes()),
+            crate::units::human(capacity)
+        )
+    };
+    DiffusionPlan {
+        fits_as_is,
+        runs_streaming,
+        labels: set.iter().map(|s| s.label().to_string()).collect(),
+        strategies: set,
+        speed_factor: speed,
+        quality_note,
+        required_bytes: estimate(&planned).required_bytes(),
+        capacity_bytes: capacity,
+        max_width: mw,
+        max_height: mh,
+        max_batch: max_batch(&planned),
+        why,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::diffusion::Bus;
+    use crate::memory::workload::GpuTarget;
+
+    fn wl(model: &str, gib: f64, engine: Engine) -> DiffusionWorkload {
+        let gpu = GpuTarget {
+            name: "t".into(),
+            vram_bytes: crate::units::gib_to_bytes(gib),
+            count: 1,
+            vendor: crate::catalog::Vendor::Nvidia,
+            bf16: true,
+            fp8: false,
+        };
+        let mut w = DiffusionWorkload::for_preset(gpu, Bus::default(), model).unwrap();
+        w.run.engine = engine;
+        w
+    }
+
+    #[test]
+    fn sdxl_on_a_big_card_needs_nothing() {
+        let p = plan(&wl("sdxl", 24.0, Engine::ComfyUi));
+        assert!(p.fits_as_is && p.strategies.is_empty() && p.speed_factor == 1.0);
+        assert!(p.max_width > 1024 && p.max_batch >= 2, "{p:?}");
+    }
+
+    #[test]
+    fn flux_on_12_gb_prefers_quantized_weights_over_streaming() {
+        let w = wl("flux-dev", 12.0, Engine::ComfyUi);
+        assert!(place(&w).partially_loaded);
+        let p = plan(&w);
+        assert!(!p.fits_as_is && p.runs_streaming);
+        assert!(p.strategies.iter().any(|s| s.weight_change()), "{p:?}");
+        assert!(p.required_bytes <= p.capacity_bytes);
+        assert!(
+            p.speed_factor < streaming_slowdown(&w),
+            "the plan must beat streaming: {p:?}"
+        );
+    }
+
+    #[test]
+    fn diffusers_sdxl_batch_on_8_gb_uses_cheap_steps_first() {
+        let mut w = wl("sdxl", 10.0, Engine::Diffusers);
+        w.run.batch = 4;
+        let p = plan(&w);
+        assert!(!p.fits_as_is);
+        assert!(
+            !p.strategies.contains(&Strategy::SequentialOffload),
+            "sequential offload is the last resort: {p:?}"
+        );
+        assert!(p.required_bytes <= p.capacity_bytes);
+    }
+
+    #[test]
+    fn streaming_costs_time_in_proportion_to_bytes() {
+        let mut w = wl("flux-dev", 12.0, Engine::ComfyUi);
+        let s12 = streaming_slowdown(&w);
+        w.gpu.vram_bytes = crate::units::gib_to_bytes(16.0);
+        let s16 = streaming_slowdown(&w);
+        assert!(s12 > s16 && s16 > 1.0, "{s12} {s16}");
+        assert!(step_seconds(&w) > 0.0);
+    }
+}

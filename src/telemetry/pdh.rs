@@ -1,0 +1,290 @@
+//! Windows GPU memory counters, the plain part: what Task Manager shows, read through the
+//! "GPU Adapter Memory" and "GPU Process Memory" performance counters (`Dedicated Usage`,
+//! `Shared Usage`; `monitor.md` §4.3, prometheus-community/windows_exporter
+//! `docs/collector.gpu.md`). NVML sees neither the shared part nor per-process use under WDDM
+//! (NVML docs, `nvmlProcessInfo_t::usedGpuMemory`), so these counters are how a spill into shared
+//! memory becomes visible on Windows. The FFI that reads them is in `windows.rs`; parsing and
+//! bookkeeping are here so they are tested on any OS.
+
+use super::sample::{GpuSample, MemorySample, ProcessKind, ProcessSample, SharedMemory};
+use std::collections::BTreeMap;
+
+/// The counter paths, English names (`PdhAddEnglishCounterW` works on any Windows language).
+pub const ADAPTER_DEDICATED: &str = r"\GPU Adapter Memory(*)\Dedicated Usage";
+pub const ADAPTER_SHARED: &str = r"\GPU Adapter Memory(*)\Shared Usage";
+pub const PROCESS_DEDICATED: &str = r"\GPU Process Memory(*)\Dedicated Usage";
+pub const PROCESS_SHARED: &str = r"\GPU Process Memory(*)\Shared Usage";
+
+/// A counter instance name: `luid_0x00000000_0x0000D1A5_phys_0` (adapter) or
+/// `pid_1234_luid_0x00000000_0x0000D1A5_phys_0` (process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    pub pid: Option<u32>,
+    /// `0x00000000_0x0000D1A5`: the adapter LUID, high and low parts.
+    pub luid: String,
+}
+
+pub fn parse_instance(name: &str) -> Option<Instance> {
+    let (pid, rest) = match name.strip_prefix("pid_") {
+        Some(r) => {
+            let (pid, rest) = r.split_once('_')?;
+            (Some(pid.parse().ok()?), rest)
+        }
+        None => (None, name),
+    };
+    let luid_part = rest.strip_prefix("luid_")?;
+    let (luid, _phys) = luid_part.split_once("_phys_")?;
+    let (hi, lo) = luid.split_once('_')?;
+    let hex = |s: &str| {
+        s.strip_prefix("0x")
+            .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+    };
+    (hex(hi) && hex(lo)).then(|| Instance {
+        pid,
+        luid: luid.to_ascii_lowercase(),
+    })
+}
+
+/// One read of the four counters: (instance name, bytes) per counter.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    pub adapter_dedicated: Vec<(String, u64)>,
+    pub adapter_shared: Vec<(String, u64)>,
+    pub process_dedicated: Vec<(String, u64)>,
+    pub process_shared: Vec<(String, u64)>,
+}
+
+/// Memory of one adapter, summed over its physical parts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Adapter {
+    pub luid: String,
+    pub dedicated: u64,
+    pub shared: u64,
+    pub processes: Vec<ProcessSample>,
+}
+
+/// Groups the counters by adapter LUID. Unparsable instance names are ignored.
+pub fn adapters(c: &Counters) -> Vec<Adapter> {
+    let mut by: BTreeMap<String, Adapter> = BTreeMap::new();
+    let mut procs: BTreeMap<(String, u32), (u64, u64)> = BTreeMap::new();
+    let lists = [
+        (&c.adapter_dedicated, 0),
+        (&c.adapter_shared, 1),
+        (&c.process_dedicated, 2),
+        (&c.process_shared, 3),
+    ];
+    for (list, which) in lists {
+        for (name, v) in list {
+            let Some(i) = parse_instance(name) else {
+                continue;
+            };
+            let a = by.entry(i.luid.clone()).or_insert_with(|| Adapter {
+                luid: i.luid.clone(),
+                ..Default::default()
+            });
+            match (which, i.pid) {
+                (0, None) => a.dedicated = a.dedicated.saturating_add(*v),
+                (1, None) => a.shared = a.shared.saturating_add(*v),
+                (2, Some(pid)) => procs.entry((i.luid, pid)).or_default().0 += v,
+                (3, Some(pid)) => procs.entry((i.luid, pid)).or_default().1 += v,
+                _ => {}
+            }
+        }
+    }
+    for ((luid, pid), (ded, sh)) in procs {
+        // Every process that ever touched the GPU has an instance; only list those holding memory.
+        if ded == 0 && sh == 0 {
+            continue;
+        }
+        if let Some(a) = by.get_mut(&luid) {
+            a.processes.push(ProcessSample {
+                pid,
+                name: None,
+                used: Some(ded),
+                shared: Some(sh),
+                kind: ProcessKind::Graphics,
+            });
+        }
+    }
+    by.into_values()
+        .filter(|a| a.dedicated > 0 || a.shared > 0 || !a.processes.is_empty())
+        .collect()
+}
+
+/// Adds the counters to NVML's view of the same GPUs: shared memory per GPU, and per-process
+/// dedicated and shared memory where NVML says "not available" (always, under WDDM).
+/// An adapter is matched to the NVML GPU whose used memory is closest to its dedicated usage,
+/// within 10 % of the card (PDH and NVML count slightly differently); this stands in for the
+/// DXGI LUID ↔ PCI bus mapping (`monitor.md` §4.3), which needs COM. Returns the adapters that
+/// matched no GPU (another vendor's card, an integrated GPU).
+pub fn merge(gpus: &mut [GpuSample], adapters: Vec<Adapter>) -> Vec<Adapter> {
+    let mut left = Vec::new();
+    let mut taken = vec![false; gpus.len()];
+    for a in adapters {
+        let best = gpus
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !taken[*i])
+            .filter_map(|(i, g)| {
+                let m = g.memory?;
+                let diff = m
+                    .used
+                    .abs_diff(a.dedicated)
+                    .min(m.unavailable().abs_diff(a.dedicated));
+                (diff as f64 <= 0.10 * m.total as f64).then_some((diff, i))
+            })
+            .min();
+        let Some((_, i)) = best else {
+            left.push(a);
+            continue;
+        };
+        taken[i] = true;
+        let g = &mut gpus[i];
+        g.shared = Some(SharedMemory {
+            used: a.shared,
+            total: g.shared.and_then(|s| s.total),
+        });
+        let procs = g.processes.get_or_insert_with(Vec::new);
+        for p in a.processes {
+            match procs.iter_mut().find(|q| q.pid == p.pid) {
+                Some(q) => {
+                    q.used = q.used.or(p.used);
+                    q.shared = p.shared;
+                }
+                None => procs.push(p),
+            }
+        }
+    }
+    left
+}
+
+/// A GPU sample for an adapter NVML does not know. The counters give no capacity, so `total` is
+/// 0 ("unknown"): fill and free read as unknown, and detectors that need a capacity skip it.
+pub fn adapter_sample(index: u32, a: Adapter) -> GpuSample {
+    GpuSample {
+        index,
+        uuid: Some(format!("luid-{}", a.luid)),
+        name: format!("GPU adapter {}", a.luid),
+        memory: Some(MemorySample {
+            total: 0,
+            used: a.dedicated,
+            reserved: None,
+            used_includes_reserved: false,
+        }),
+        shared: Some(SharedMemory {
+            used: a.shared,
+            total: None,
+        }),
+        processes: Some(a.processes),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L1: &str = "luid_0x00000000_0x0000D1A5_phys_0";
+    const L2: &str = "luid_0x00000000_0x0000E2B6_phys_0";
+
+    fn counters() -> Counters {
+        let gib = 1u64 << 30;
+        Counters {
+            adapter_dedicated: vec![
+                (L1.into(), 23 * gib),
+                (L2.into(), gib / 2),
+                ("garbage".into(), 7),
+            ],
+            adapter_shared: vec![(L1.into(), 3 * gib), (L2.into(), 100)],
+            process_dedicated: vec![
+                (format!("pid_4242_{L1}"), 22 * gib),
+                (format!("pid_77_{L1}"), gib / 4),
+                (format!("pid_5_{L1}"), 0),
+                (format!("pid_x_{L1}"), 1),
+            ],
+            process_shared: vec![
+                (format!("pid_4242_{L1}"), 3 * gib),
+                (format!("pid_5_{L1}"), 0),
+            ],
+        }
+    }
+
+    #[test]
+    fn instance_names() {
+        assert_eq!(
+            parse_instance(L1),
+            Some(Instance {
+                pid: None,
+                luid: "0x00000000_0x0000d1a5".into()
+            })
+        );
+        assert_eq!(
+            parse_instance(&format!("pid_12_{L1}")).unwrap().pid,
+            Some(12)
+        );
+        for bad in [
+            "",
+            "pid_12",
+            "luid_0x1_phys_0",
+            "luid_0xZZ_0x1_phys_0",
+            "pid_-1_luid_0x0_0x1_phys_0",
+            "_Total",
+        ] {
+            assert_eq!(parse_instance(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn groups_by_adapter_and_skips_idle_processes() {
+        let a = adapters(&counters());
+        assert_eq!(a.len(), 2);
+        assert_eq!((a[0].dedicated, a[0].shared), (23 << 30, 3 << 30));
+        let pids: Vec<u32> = a[0].processes.iter().map(|p| p.pid).collect();
+        assert_eq!(
+            pids,
+            vec![77, 4242],
+            "pid 5 holds nothing, pid x is unparsable"
+        );
+        assert_eq!(a[0].processes[1].shared, Some(3 << 30));
+    }
+
+    #[test]
+    fn merges_into_nvml_gpus_and_fills_unavailable_process_memory() {
+        let mut gpus = vec![GpuSample {
+            memory: Some(MemorySample {
+                total: 24 << 30,
+                used: (23 << 30) - (100 << 20),
+                reserved: Some(300 << 20),
+                used_includes_reserved: false,
+            }),
+            processes: Some(vec![ProcessSample {
+                pid: 4242,
+                name: Some("python.exe".into()),
+                used: None,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }];
+        let left = merge(&mut gpus, adapters(&counters()));
+        assert_eq!(left.len(), 1, "the small adapter matches no NVML GPU");
+        let g = &gpus[0];
+        assert_eq!(
+            g.shared.unwrap().used,
+            3 << 30,
+            "shared memory becomes visible"
+        );
+        let p = g.processes.as_ref().unwrap();
+        let py = p.iter().find(|p| p.pid == 4242).unwrap();
+        assert_eq!(
+            (py.name.as_deref(), py.used, py.shared),
+            (Some("python.exe"), Some(22 << 30), Some(3 << 30))
+        );
+        assert!(
+            p.iter().any(|p| p.pid == 77),
+            "processes NVML did not list are added"
+        );
+        let extra = adapter_sample(1, left.into_iter().next().unwrap());
+        assert_eq!(extra.memory.unwrap().fill(), 0.0);
+        assert_eq!(extra.memory.unwrap().used, 1 << 29);
+    }
+}

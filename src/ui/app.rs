@@ -1,0 +1,88 @@
+//! The eframe application: top bar with the tabs, the current tab's view, and persistence of
+//! everything the user set up (eframe storage, restored on the next start).
+
+use super::Tab;
+use super::catalog::CatalogView;
+use super::doctor::DoctorView;
+use super::monitor::MonitorView;
+use super::planner::PlannerView;
+use serde::{Deserialize, Serialize};
+
+/// Everything that survives a restart. Views keep their transient parts `#[serde(skip)]`.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AppState {
+    pub tab: Tab,
+    pub planner: PlannerView,
+    pub monitor: MonitorView,
+    pub doctor: DoctorView,
+    pub catalog: CatalogView,
+}
+
+pub struct VramDoctorApp {
+    pub state: AppState,
+}
+
+impl VramDoctorApp {
+    /// Restores the last session's state when there is one (a state saved by an older version
+    /// that no longer reads falls back to the defaults), then applies `start_tab`.
+    pub fn new(cc: &eframe::CreationContext<'_>, start_tab: Option<Tab>) -> Self {
+        let mut state: AppState = cc
+            .storage
+            .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
+            .unwrap_or_default();
+        if let Some(t) = start_tab {
+            state.tab = t;
+        }
+        VramDoctorApp { state }
+    }
+}
+
+impl eframe::App for VramDoctorApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let s = &mut self.state;
+        egui::Panel::top("top_bar").show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.strong("VRAM Doctor");
+                ui.separator();
+                for t in Tab::ALL {
+                    ui.selectable_value(&mut s.tab, t, t.title());
+                }
+                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), theme_ui);
+            });
+        });
+        match s.tab {
+            Tab::Planner => s.planner.ui(ui),
+            Tab::Monitor => {
+                let predicted = s.planner.predicted_bytes();
+                s.monitor.ui(ui, predicted);
+            }
+            Tab::Doctor => s.doctor.ui(ui),
+            Tab::Catalog => {
+                if let Some(p) = s.catalog.ui(ui) {
+                    s.planner.take(p);
+                    s.tab = Tab::Planner;
+                }
+            }
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, eframe::APP_KEY, &self.state);
+    }
+}
+
+/// Theme choice in words: egui's own theme buttons are emoji the bundled fonts do not have.
+fn theme_ui(ui: &mut egui::Ui) {
+    use egui::ThemePreference as T;
+    let mut pref = ui.options(|o| o.theme_preference);
+    // Right-to-left layout: listed in reverse of how they appear.
+    for (p, name) in [
+        (T::Dark, "Dark"),
+        (T::Light, "Light"),
+        (T::System, "System theme"),
+    ] {
+        ui.selectable_value(&mut pref, p, name);
+    }
+    ui.ctx().set_theme(pref);
+}

@@ -1,0 +1,79 @@
+//! A horizontal stacked bar: each part of an estimate as a coloured segment, drawn against the
+//! card's capacity line, with a legend that names each part and its size.
+
+use crate::units::human;
+use egui::{Color32, Sense, Stroke, StrokeKind, Ui, Vec2, WidgetInfo};
+
+/// Segment colours, in order; chosen to stay apart in both dark and light themes
+/// (Okabe–Ito colour-blind-safe palette, Okabe & Ito 2008, "Color Universal Design").
+const PALETTE: [Color32; 8] = [
+    Color32::from_rgb(0, 114, 178),
+    Color32::from_rgb(230, 159, 0),
+    Color32::from_rgb(0, 158, 115),
+    Color32::from_rgb(204, 121, 167),
+    Color32::from_rgb(86, 180, 233),
+    Color32::from_rgb(213, 94, 0),
+    Color32::from_rgb(240, 228, 66),
+    Color32::from_rgb(150, 150, 150),
+];
+
+/// Colour of the `i`-th segment.
+pub fn color(i: usize) -> Color32 {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Draws `parts` (label, bytes) stacked left to right, and a vertical line at `capacity`.
+/// The scale leaves room for whichever is larger, so an overflow shows past the line.
+pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64) {
+    let total: u64 = parts.iter().map(|p| p.1).fold(0, u64::saturating_add);
+    let scale = total.max(capacity).max(1) as f32 * 1.04;
+    let size = Vec2::new(ui.available_width(), 30.0);
+    let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
+    response.widget_info(|| {
+        WidgetInfo::labeled(
+            egui::Role::Meter,
+            true,
+            format!("Memory bar: {} of {}", human(total), human(capacity)),
+        )
+    });
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 3.0, ui.visuals().extreme_bg_color);
+    let mut x = rect.left();
+    for (i, (_, bytes)) in parts.iter().enumerate() {
+        let w = rect.width() * (*bytes as f32 / scale);
+        let seg =
+            egui::Rect::from_min_max(egui::pos2(x, rect.top()), egui::pos2(x + w, rect.bottom()));
+        painter.rect_filled(seg, 0.0, color(i));
+        x += w;
+    }
+    let cap_x = rect.left() + rect.width() * (capacity as f32 / scale);
+    let line = Stroke::new(2.5, ui.visuals().strong_text_color());
+    painter.vline(cap_x, rect.y_range().expand(2.0), line);
+    painter.rect_stroke(
+        rect,
+        3.0,
+        ui.visuals().widgets.noninteractive.bg_stroke,
+        StrokeKind::Inside,
+    );
+    ui.horizontal(|ui| {
+        let left = (cap_x - rect.left() - 80.0).max(0.0);
+        ui.add_space(left);
+        ui.weak(format!("capacity {}", human(capacity)));
+    });
+}
+
+/// The legend under the bar: a swatch, the part's name and its size, one per line.
+pub fn legend(ui: &mut Ui, parts: &[(&str, u64)]) {
+    egui::Grid::new("bar_legend")
+        .num_columns(3)
+        .spacing([8.0, 4.0])
+        .show(ui, |ui| {
+            for (i, (label, bytes)) in parts.iter().enumerate() {
+                let (r, _) = ui.allocate_exact_size(Vec2::splat(12.0), Sense::hover());
+                ui.painter().rect_filled(r, 2.0, color(i));
+                ui.label(*label);
+                ui.label(human(*bytes));
+                ui.end_row();
+            }
+        });
+}
