@@ -73,6 +73,16 @@ mod tests {
         assert!(e.contains("dry-run"), "{e}");
         let e = case(&row(grid, "none", false), root).unwrap_err();
         assert!(e.contains("compare_with"), "{e}");
+        // Every task of the grid estimates, including diffusion presets and config.json files.
+        for file in [
+            grid,
+            "tests/calibration/grid/diff-sdxl-fp16-1024.toml",
+            "tests/calibration/grid/train-llama8b-qlora-r16-all-ckpt-b1-s2048.toml",
+        ] {
+            let c = case(&row(file, "peak.tensors_bytes", false), root).unwrap();
+            let bytes = super::super::estimate_case(&c).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert!(bytes > 1 << 30, "{file}: {bytes} bytes");
+        }
         let e = case(
             &row(
                 "tests/calibration/grid/missing.toml",
