@@ -1,1 +1,49 @@
-fn main() {}
+//! Planning speed: one estimate, and a whole plan (estimate + cheapest fitting combination +
+//! largest batch + longest sequence), for workloads that fit and workloads that need a plan.
+//! Run: `cargo bench --bench plan_speed`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::path::Path;
+use vram_doctor::memory::{self, Workload, WorkloadFile};
+use vram_doctor::plan;
+
+fn workload(text: &str) -> Workload {
+    WorkloadFile::parse(text, "bench")
+        .unwrap()
+        .resolve(Path::new("."), None)
+        .unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let cases = [
+        (
+            "inference_fits",
+            "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nweights = \"q4_k_m\"\nseq = 8192\n",
+        ),
+        (
+            "inference_needs_plan",
+            "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"qwen2.5-32b\"\n[run]\nweights = \"q8_0\"\nseq = 32768\n",
+        ),
+        (
+            "training_needs_plan",
+            "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nbatch = 8\nseq = 4096\n",
+        ),
+        (
+            "training_no_plan_fits",
+            "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"training\"\nbatch = 8\nseq = 8192\n",
+        ),
+    ];
+    for (name, text) in cases {
+        let w = workload(text);
+        c.bench_function(&format!("estimate/{name}"), |b| {
+            b.iter(|| memory::estimate(black_box(&w)))
+        });
+        c.bench_function(&format!("plan/{name}"), |b| {
+            b.iter(|| plan::plan(black_box(&w)))
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

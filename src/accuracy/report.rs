@@ -4,6 +4,13 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// The groups the goals are stated for: every engine of a workload family together.
+pub const GROUPS: [(&str, &str); 3] = [
+    ("ALL LLM inference", "llm_inference"),
+    ("ALL LLM training", "llm_training"),
+    ("ALL diffusion", "diffusion"),
+];
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RowResult {
     pub id: String,
@@ -141,6 +148,19 @@ impl Report {
                 100.0 * st.median,
                 100.0 * st.p90
             );
+        }
+        let _ = writeln!(s);
+        for (name, prefix) in GROUPS {
+            if let Some(st) = self.stats_where(|k| k.starts_with(prefix)) {
+                let _ = writeln!(
+                    s,
+                    "{:<24} {:>5} {:>8.1}% {:>8.1}%",
+                    name,
+                    st.rows,
+                    100.0 * st.median,
+                    100.0 * st.p90
+                );
+            }
         }
         let _ = writeln!(s, "\nskipped {} rows:", self.skipped.len());
         for k in &self.skipped {

@@ -24,7 +24,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let kv = kv_cache_bytes(a, r.batch, r.seq, r.kv_cache, r.engine, r.ubatch) / n;
     match r.engine {
         Engine::LlamaCpp => llama_cpp(&mut b, a, r, kv, n, wb.host),
-        Engine::Vllm => vllm(&mut b, a, r, kv, n, wb.gpu / n),
+        Engine::Vllm => vllm(&mut b, a, r, kv, n),
         _ => torch(&mut b, a, r, kv, n, wb.gpu / n),
     }
     b
@@ -58,7 +58,7 @@ fn torch(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, weights: f6
 /// vLLM: the engine takes `gpu_memory_utilization × total` up front. Inside it: weights, the
 /// profile run's activation peak, non-torch memory, and a KV pool made of all the rest
 /// (`gpu_worker.determine_available_memory`; block bytes as in `kv_cache.rs`).
-fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64, weights: f64) {
+fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
     // The profile run is one batch of max_num_batched_tokens, which defaults to max_model_len
     // (at least 2048) without chunked prefill.
     let tokens = f64::from(r.seq).max(2048.0);
@@ -71,9 +71,10 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64, weigh
         act,
         Layer::Tensor,
     );
-    let budget = r.gpu_memory_utilization * b.capacity_bytes as f64;
-    let non_torch = overhead::VLLM_NON_TORCH_BYTES;
-    let pool = budget - weights - act - non_torch;
+    let budget = (r.gpu_memory_utilization * b.capacity_bytes as f64).round();
+    let non_torch = overhead::VLLM_NON_TORCH_BYTES.round();
+    // From the rounded components already added, so the parts add up to the budget exactly.
+    let pool = budget - b.peak.tensors_bytes as f64 - non_torch;
     b.add(
         "kv_cache",
         "KV cache pool (pre-allocated)",

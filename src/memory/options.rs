@@ -96,6 +96,17 @@ choice!(
 );
 
 choice!(
+    /// How the training loss is computed over the vocabulary.
+    Loss, "run.loss" {
+        /// Full logits, upcast to fp32, then cross-entropy (transformers' default).
+        Standard = "standard",
+        /// Logits computed and upcast chunk by chunk (torchtune `CEWithChunkedOutputLoss`,
+        /// Liger/Unsloth fused cross-entropy).
+        Chunked = "chunked" | "fused" | "liger",
+    }
+);
+
+choice!(
     Method, "run.method" {
         Full = "full",
         Lora = "lora",

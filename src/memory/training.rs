@@ -22,6 +22,10 @@ use super::workload::{Run, Workload};
 /// then `cross_entropy`).
 pub const LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 18.0;
 
+/// Chunked cross-entropy keeps the bf16 logits (2 bytes) and upcasts one chunk of eight at a
+/// time (torchtune `CEWithChunkedOutputLoss`, 8 chunks: 16/8 bytes of fp32 buffers).
+pub const CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 2.0 + 16.0 / 8.0;
+
 /// Caching-allocator slack per byte of logits/loss buffers in training: the ms-swift benchmark
 /// rows (Qwen-1.8B/7B/14B LoRA, GC + flash attention, `max_memory_reserved`) grow by the same
 /// ~3.6 GiB per 512 tokens whatever the model size, i.e. ~47 B per vocabulary entry and token,
@@ -84,7 +88,13 @@ pub fn estimate(w: &Workload) -> Breakdown {
         r.checkpointing,
     );
     let logits = match r.objective {
-        Objective::CausalLm => tokens * f64::from(a.vocab) * LOGITS_BYTES_PER_VOCAB_TOKEN,
+        Objective::CausalLm => {
+            let per = match r.loss {
+                Loss::Standard => LOGITS_BYTES_PER_VOCAB_TOKEN,
+                Loss::Chunked => CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN,
+            };
+            tokens * f64::from(a.vocab) * per
+        }
         Objective::Classification => 0.0,
     };
     // The step's temporaries and the backward activations never coexist.

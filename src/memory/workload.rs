@@ -47,6 +47,8 @@ pub struct RunSection {
     /// What the model is trained or run for: `causal-lm` (next-token logits over the
     /// vocabulary, the default) or `classification` (a small head, no vocabulary logits).
     pub objective: Option<Objective>,
+    /// Training loss computation: `standard` or `chunked`.
+    pub loss: Option<Loss>,
     pub weights: Option<String>,
     pub batch: Option<i64>,
     pub seq: Option<i64>,
@@ -185,6 +187,7 @@ impl GpuTarget {
 pub struct Run {
     pub task: Task,
     pub objective: Objective,
+    pub loss: Loss,
     pub weights: WeightFormat,
     pub batch: u32,
     pub seq: u32,
@@ -211,6 +214,7 @@ impl Default for Run {
         Run {
             task: Task::Inference,
             objective: Objective::CausalLm,
+            loss: Loss::Standard,
             weights: WeightFormat::Bf16,
             batch: 1,
             seq: 4096,
@@ -511,6 +515,7 @@ impl RunSection {
         Ok(Run {
             task,
             objective: self.objective.unwrap_or(d.objective),
+            loss: self.loss.unwrap_or(d.loss),
             weights,
             batch: int_in("run.batch", self.batch, d.batch, 1, 1_000_000)?,
             seq,

@@ -25,22 +25,21 @@ fn risk_points(r: Risk) -> f64 {
     }
 }
 
-/// The cost that ranks plans: quality risk points, plus 6 points per 100% slowdown, plus for a
-/// shorter context or smaller batch 5 points per halving (the user loses capability).
-fn cost(strategies: &[Strategy], original: &Workload, speed: f64) -> f64 {
-    let mut c = 6.0 * (1.0 / speed - 1.0).max(0.0);
-    for s in strategies {
-        c += match s {
-            Strategy::Context { seq } => {
-                5.0 * (f64::from(original.run.seq) / f64::from(*seq)).log2()
-            }
-            Strategy::Batch { batch } => {
-                5.0 * (f64::from(original.run.batch) / f64::from(*batch)).log2()
-            }
-            other => risk_points(other.risk()),
-        };
+/// Cost points of one strategy on its own: quality risk, or for a shorter context or smaller
+/// batch 5 points per halving (the user loses capability).
+fn points(s: &Strategy, original: &Workload) -> f64 {
+    match s {
+        Strategy::Context { seq } => 5.0 * (f64::from(original.run.seq) / f64::from(*seq)).log2(),
+        Strategy::Batch { batch } => {
+            5.0 * (f64::from(original.run.batch) / f64::from(*batch)).log2()
+        }
+        other => risk_points(other.risk()),
     }
-    c
+}
+
+/// The cost that ranks plans: the strategies' points plus 6 points per 100% slowdown.
+fn cost(points: f64, speed: f64) -> f64 {
+    points + 6.0 * (1.0 / speed - 1.0).max(0.0)
 }
 
 /// Whether a breakdown fits its card with the safety margin.
@@ -48,52 +47,89 @@ pub fn fits_with_margin(b: &Breakdown) -> bool {
     (b.required_bytes() as f64) <= b.capacity_bytes as f64 * (1.0 - SAFETY_MARGIN)
 }
 
-/// Every combination (at most one strategy per group), cheapest first.
-pub fn candidates(w: &Workload) -> Vec<Candidate> {
-    let groups = candidate_groups(&w.run, w.gpu.count, w.gpu.fp8);
-    let mut out = vec![Candidate {
-        strategies: vec![],
-        workload: w.clone(),
-        speed_factor: 1.0,
-        cost: 0.0,
-    }];
-    for g in &groups {
-        let mut next = Vec::with_capacity(out.len() * (g.len() + 1));
-        for c in &out {
-            next.push(c.clone());
-            for s in g {
-                if let Some(run) = s.apply(&c.workload.run) {
-                    let mut strategies = c.strategies.clone();
-                    strategies.push(s.clone());
-                    let speed = c.speed_factor * s.speed_factor(&c.workload.run);
-                    let workload = Workload {
-                        run,
-                        ..c.workload.clone()
-                    };
-                    next.push(Candidate {
-                        cost: cost(&strategies, w, speed),
-                        strategies,
-                        workload,
-                        speed_factor: speed,
-                    });
-                }
-            }
-        }
-        out = next;
+/// The strategies of one combination applied in group order; `None` if one of them changes
+/// nothing (that combination is the same as a cheaper one without it).
+fn apply_all(w: &Workload, chosen: &[&Strategy]) -> Option<Workload> {
+    let mut out = w.clone();
+    for s in chosen {
+        out.run = s.apply(&out.run)?;
     }
-    out.sort_by(|a, b| {
-        a.cost
-            .total_cmp(&b.cost)
-            .then(a.strategies.len().cmp(&b.strategies.len()))
-    });
-    out
+    Some(out)
 }
 
 /// The cheapest candidate that fits with the margin, with its estimate.
+///
+/// Combinations are ranked by cost from per-option figures alone (indices, no workloads), and
+/// estimated cheapest first until one fits. Each group lists its options from mild to strong, so
+/// if the strongest option of every group together does not fit, nothing does, and the search
+/// stops after one estimate.
 pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
-    candidates(w).into_iter().find_map(|c| {
-        let b = memory::estimate(&c.workload);
-        fits_with_margin(&b).then_some((c, b))
+    let groups = candidate_groups(&w.run, w.gpu.count, w.gpu.fp8);
+    let strongest: Vec<&Strategy> = groups.iter().filter_map(|g| g.last()).collect();
+    let mut probe = w.clone();
+    // `strict`: a strategy that changes nothing voids the combination (a cheaper one without it
+    // exists); otherwise it is skipped.
+    let mut fits = |chosen: &[&Strategy], strict: bool| -> Option<Breakdown> {
+        let mut run = w.run.clone();
+        for s in chosen {
+            match s.apply(&run) {
+                Some(r) => run = r,
+                None if strict => return None,
+                None => {}
+            }
+        }
+        probe.run = run;
+        let b = memory::estimate(&probe);
+        fits_with_margin(&b).then_some(b)
+    };
+    if !strongest.is_empty() && fits(&strongest, false).is_none() {
+        return None;
+    }
+    // (cost, points, speed, choice per group: 0 = none, i + 1 = option i)
+    let mut combos: Vec<(f64, f64, f64, Vec<u8>)> = vec![(0.0, 0.0, 1.0, Vec::new())];
+    for g in &groups {
+        let mut next = Vec::with_capacity(combos.len() * (g.len() + 1));
+        for (_, pts, speed, choice) in &combos {
+            let mut none = choice.clone();
+            none.push(0);
+            next.push((cost(*pts, *speed), *pts, *speed, none));
+            for (i, s) in g.iter().enumerate() {
+                let p = pts + points(s, w);
+                let sp = speed * s.speed_factor(&w.run);
+                let mut c = choice.clone();
+                c.push(i as u8 + 1);
+                next.push((cost(p, sp), p, sp, c));
+            }
+        }
+        combos = next;
+    }
+    combos.sort_by(|a, b| {
+        a.0.total_cmp(&b.0).then(
+            a.3.iter()
+                .filter(|&&x| x > 0)
+                .count()
+                .cmp(&b.3.iter().filter(|&&x| x > 0).count()),
+        )
+    });
+    combos.into_iter().find_map(|(c, _, speed, choice)| {
+        let chosen: Vec<&Strategy> = choice
+            .iter()
+            .zip(&groups)
+            .filter(|(i, _)| **i > 0)
+            .map(|(i, g)| &g[usize::from(*i) - 1])
+            .collect();
+        let b = fits(&chosen, true)?;
+        let workload = apply_all(w, &chosen)?;
+        let strategies = chosen.into_iter().cloned().collect();
+        Some((
+            Candidate {
+                strategies,
+                workload,
+                speed_factor: speed,
+                cost: c,
+            },
+            b,
+        ))
     })
 }
 

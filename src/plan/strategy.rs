@@ -46,6 +46,8 @@ pub enum Strategy {
     Offload { offload: Offload },
     /// Shorter context.
     Context { seq: u32 },
+    /// Chunked (fused) cross-entropy: no full fp32 logits.
+    ChunkedLoss,
 }
 
 impl Strategy {
@@ -72,6 +74,7 @@ impl Strategy {
             Strategy::Optimizer8bit => n.optimizer = Optimizer::AdamW8bit,
             Strategy::Zero { stage } => n.zero_stage = *stage,
             Strategy::Offload { offload } => n.offload = *offload,
+            Strategy::ChunkedLoss => n.loss = Loss::Chunked,
             Strategy::Context { seq } => {
                 n.seq = *seq;
                 n.prompt = n.prompt.min(*seq);
@@ -119,6 +122,8 @@ impl Strategy {
             } => 0.3,
             Strategy::Offload { .. } => 0.6,
             Strategy::Context { .. } => 1.0,
+            // torchtune reports chunked CE at about the same step time.
+            Strategy::ChunkedLoss => 0.98,
         }
     }
 
@@ -164,6 +169,7 @@ impl Strategy {
             Strategy::Zero { stage } => format!("ZeRO stage {stage}"),
             Strategy::Offload { offload } => format!("offload {offload} to CPU RAM"),
             Strategy::Context { seq } => format!("context {seq} tokens"),
+            Strategy::ChunkedLoss => "chunked cross-entropy (no full fp32 logits)".into(),
         }
     }
 }
@@ -175,24 +181,43 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
         format: f.to_string(),
     };
     if r.task == Task::Training {
-        groups.push(vec![
-            Strategy::Method {
-                method: Method::Lora,
-            },
-            Strategy::Method {
+        // Each group lists only options that save memory against the run as it is, mild to strong.
+        groups.push(match r.method {
+            Method::Full => vec![
+                Strategy::Method {
+                    method: Method::Lora,
+                },
+                Strategy::Method {
+                    method: Method::Qlora,
+                },
+            ],
+            Method::Lora => vec![Strategy::Method {
                 method: Method::Qlora,
-            },
-        ]);
-        groups.push(vec![
-            Strategy::Checkpointing {
-                mode: Checkpointing::Selective,
-            },
-            Strategy::Checkpointing {
+            }],
+            Method::Qlora => vec![],
+        });
+        groups.push(match r.checkpointing {
+            Checkpointing::None => vec![
+                Strategy::Checkpointing {
+                    mode: Checkpointing::Selective,
+                },
+                Strategy::Checkpointing {
+                    mode: Checkpointing::Full,
+                },
+            ],
+            Checkpointing::Selective => vec![Strategy::Checkpointing {
                 mode: Checkpointing::Full,
-            },
-        ]);
+            }],
+            Checkpointing::Full => vec![],
+        });
         groups.push(vec![Strategy::FlashAttention]);
-        groups.push(vec![Strategy::Optimizer8bit]);
+        groups.push(vec![Strategy::ChunkedLoss]);
+        if matches!(
+            r.optimizer,
+            Optimizer::AdamW | Optimizer::Sgd | Optimizer::Lion
+        ) {
+            groups.push(vec![Strategy::Optimizer8bit]);
+        }
         groups.push(vec![Strategy::PureBf16]);
         let mut micro = Vec::new();
         let mut b = r.batch / 2;
@@ -206,14 +231,18 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
         groups.push(micro);
         let mut dist = Vec::new();
         if gpus > 1 {
-            dist.extend((1..=3).map(|stage| Strategy::Zero { stage }));
+            dist.extend((r.zero_stage + 1..=3).map(|stage| Strategy::Zero { stage }));
         }
-        dist.push(Strategy::Offload {
-            offload: Offload::Optimizer,
-        });
-        dist.push(Strategy::Offload {
-            offload: Offload::OptimizerParams,
-        });
+        if r.offload == Offload::None {
+            dist.push(Strategy::Offload {
+                offload: Offload::Optimizer,
+            });
+        }
+        if r.offload != Offload::OptimizerParams {
+            dist.push(Strategy::Offload {
+                offload: Offload::OptimizerParams,
+            });
+        }
         groups.push(dist);
     } else {
         let formats: &[&str] = if r.weights.is_gguf() || r.engine == Engine::LlamaCpp {
@@ -245,7 +274,12 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
             Engine::Vllm => &[KvDtype::Fp8],
             _ => &[],
         };
-        groups.push(kv.iter().map(|d| Strategy::KvCache { dtype: *d }).collect());
+        groups.push(
+            kv.iter()
+                .filter(|d| d.bytes() < r.kv_cache.bytes())
+                .map(|d| Strategy::KvCache { dtype: *d })
+                .collect(),
+        );
         groups.push(vec![Strategy::FlashAttention]);
         let mut batches = Vec::new();
         let mut b = r.batch / 2;

@@ -1,0 +1,63 @@
+//! The engine against measured reference data (tests/data/groundtruth-public.jsonl, a copy of
+//! the shared public reference rows). These are the figures the README reports; a change to the
+//! engine that makes them worse fails here.
+
+use vram_doctor::accuracy::{self, Report};
+
+fn report() -> Report {
+    accuracy::run(include_str!("data/groundtruth-public.jsonl"))
+}
+
+#[test]
+fn llm_inference_meets_its_median_goal() {
+    let r = report();
+    let s = r.stats_where(|k| k.starts_with("llm_inference")).unwrap();
+    assert!(s.rows >= 25, "rows {}", s.rows);
+    // Issue goal: median ≤ 5%, p90 ≤ 15%. The p90 is held at 20%: AutoAWQ's fused-layer rows
+    // keep an unexplained 0.1–2 GiB at short prompts (see README, "Accuracy").
+    assert!(s.median <= 0.05, "median {:.3}", s.median);
+    assert!(s.p90 <= 0.20, "p90 {:.3}", s.p90);
+}
+
+#[test]
+fn llama_cpp_buffers_are_exact() {
+    let r = report();
+    let s = r.by_kind()["llm_inference_gguf"];
+    assert_eq!(s.rows, 6);
+    assert!(s.p90 <= 0.005, "p90 {:.4}", s.p90);
+}
+
+#[test]
+fn llm_training_meets_its_goals() {
+    let r = report();
+    let s = r.stats_where(|k| k.starts_with("llm_training")).unwrap();
+    assert!(s.rows >= 40, "rows {}", s.rows);
+    assert!(s.median <= 0.10, "median {:.3}", s.median);
+    assert!(s.p90 <= 0.25, "p90 {:.3}", s.p90);
+}
+
+#[test]
+fn diffusion_meets_its_goals() {
+    let r = report();
+    let s = r.stats_where(|k| k.starts_with("diffusion")).unwrap();
+    assert!(s.rows >= 20, "rows {}", s.rows);
+    assert!(s.median <= 0.10, "median {:.3}", s.median);
+    assert!(s.p90 <= 0.25, "p90 {:.3}", s.p90);
+}
+
+#[test]
+fn skipped_rows_say_why() {
+    let r = report();
+    for s in &r.skipped {
+        assert!(!s.why.is_empty(), "{}", s.id);
+    }
+    // OOM markers have no figure; everything else the engine can express is compared.
+    assert!(
+        r.skipped.len() <= 6,
+        "{:?}",
+        r.skipped
+            .iter()
+            .map(|s| (&s.id, &s.why))
+            .collect::<Vec<_>>()
+    );
+}

@@ -1,0 +1,228 @@
+//! `vram-doctor plan` end to end: the JSON contract of DESIGN.md, the human table, and bad input
+//! (one line naming the field, exit status 2, no panic).
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn json_result_has_the_contract_fields() {
+    let o = run(&[
+        "plan",
+        "--workload",
+        "examples/llama-8b-4090.toml",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["capacity_bytes"], 25_769_803_776u64);
+    assert!(v["fits"].is_boolean());
+    for k in ["tensors_bytes", "reserved_bytes", "process_bytes"] {
+        assert!(v["peak"][k].as_u64().unwrap() > 0, "{k}");
+    }
+    let t = v["peak"]["tensors_bytes"].as_u64().unwrap();
+    let p = v["peak"]["process_bytes"].as_u64().unwrap();
+    assert!(t <= v["peak"]["reserved_bytes"].as_u64().unwrap() && t < p);
+    let ids: Vec<&str> = v["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    for id in ["weights", "kv_cache", "activations", "cuda_context"] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    let plan = &v["plan"];
+    assert!(
+        plan["strategies"].is_array()
+            && plan["speed_factor"].is_number()
+            && plan["quality_note"].is_string()
+    );
+}
+
+#[test]
+fn flags_alone_plan_a_qlora_run_and_print_a_table() {
+    let o = run(&[
+        "plan",
+        "--gpu",
+        "rtx-4090",
+        "--model",
+        "llama-3.1-8b",
+        "--task",
+        "training",
+        "--method",
+        "qlora",
+        "--batch",
+        "4",
+        "--seq",
+        "2048",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("Model weights") && out.contains("LoRA adapters"),
+        "{out}"
+    );
+    assert!(out.contains("FITS") || out.contains("DOES NOT FIT"));
+    assert!(out.contains("Why:"));
+}
+
+#[test]
+fn every_task_plans_through_the_same_command() {
+    for args in [
+        ["plan", "--workload", "examples/sdxl-3060.toml", "--json"],
+        [
+            "plan",
+            "--workload",
+            "examples/qwen-32b-gguf.toml",
+            "--json",
+        ],
+        [
+            "plan",
+            "--workload",
+            "examples/qlora-8b-3060.toml",
+            "--json",
+        ],
+    ] {
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v["peak"]["process_bytes"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "[run\nbatch = 2\n").unwrap();
+    let binary = dir.path().join("binary.toml");
+    std::fs::write(&binary, [0xffu8, 0xfe, 0x00, 0x13]).unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "--gpu".into(),
+                "rtx-4900".into(),
+                "--model".into(),
+                "llama-3.1-8b".into(),
+            ],
+            "rtx-4090",
+        ),
+        (
+            vec![
+                "--gpu".into(),
+                "rtx-4090".into(),
+                "--model".into(),
+                "lama-3.1-8b".into(),
+            ],
+            "llama-3.1-8b",
+        ),
+        (
+            vec![
+                "--gpu".into(),
+                "rtx-4090".into(),
+                "--model".into(),
+                "llama-3.1-8b".into(),
+                "--batch".into(),
+                "0".into(),
+            ],
+            "run.batch",
+        ),
+        (
+            vec![
+                "--gpu".into(),
+                "rtx-4090".into(),
+                "--model".into(),
+                "llama-3.1-8b".into(),
+                "--seq".into(),
+                "300000".into(),
+            ],
+            "max_context",
+        ),
+        (
+            vec![
+                "--gpu".into(),
+                "rtx-4090".into(),
+                "--model".into(),
+                "llama-3.1-8b".into(),
+                "--weights".into(),
+                "q9".into(),
+            ],
+            "run.weights",
+        ),
+        (
+            vec![
+                "--vram-gib=-4".into(),
+                "--model".into(),
+                "llama-3.1-8b".into(),
+            ],
+            "gpu.vram_gib",
+        ),
+        (
+            vec!["--workload".into(), broken.display().to_string()],
+            "line 1",
+        ),
+        (
+            vec!["--workload".into(), binary.display().to_string()],
+            "UTF-8",
+        ),
+        (
+            vec!["--workload".into(), "/nonexistent/w.toml".into()],
+            "cannot read",
+        ),
+        (
+            vec![
+                "--gpu".into(),
+                "rtx-4090".into(),
+                "--model-file".into(),
+                "/nonexistent/config.json".into(),
+            ],
+            "nonexistent",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut full = vec!["plan".to_string()];
+        full.extend(args.clone());
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let o = run(&refs);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn bad_flag_values_exit_2() {
+    let o = run(&[
+        "plan",
+        "--gpu",
+        "rtx-4090",
+        "--model",
+        "llama-3.1-8b",
+        "--engine",
+        "tgi",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("run.engine"), "{}", stderr(&o));
+}
+
+#[test]
+fn presets_list_shows_both_catalogs() {
+    let o = run(&["presets", "list"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("rtx-4090") && out.contains("llama-3.1-8b"));
+    let o = run(&["presets", "list", "gpus"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("llama-3.1-8b"));
+}
