@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use vram_doctor::catalog::Catalog;
 use vram_doctor::import::{self, Imported};
+use vram_doctor::memory::any::{AnyWorkload, resolve_any};
 use vram_doctor::memory::{Task, WorkloadFile};
 
 /// Field order of `../shared/reference/groundtruth-public.jsonl` rows (the reference schema).
@@ -79,69 +80,65 @@ fn grid_is_in_the_planners_workload_format() {
         let shown = f.display();
         let wf = WorkloadFile::load(f).unwrap_or_else(|e| panic!("{e}"));
         let base = f.parent().expect("grid dir");
-        if wf.run.task == Some(Task::Diffusion) {
-            // The pipeline the harness builds is the one the importer reads.
-            let path = base.join(
-                wf.model
-                    .file
-                    .as_ref()
-                    .expect("diffusion grid files give model.file"),
-            );
-            let Ok(Imported::Pipeline(p)) = import::import(&path) else {
-                panic!("{shown}: {} is not a diffusers pipeline", path.display());
-            };
-            let names: BTreeSet<&str> = p.components.iter().map(|c| c.name.as_str()).collect();
-            assert!(
-                names.is_superset(&BTreeSet::from(["unet", "vae", "text_encoder"])),
-                "{shown}: {names:?}"
-            );
-            let run = wf
-                .run
-                .resolve(&cat.model("llama-3.1-8b").expect("preset").arch);
-            *tasks
-                .entry(run.expect("diffusion [run]").task.as_str())
-                .or_insert(0) += 1;
-            continue;
-        }
-        // LLM files resolve fully: presets from the catalog, config.json through the importer.
-        let w = wf
-            .resolve(base, Some(import::load_model))
+        // Every file resolves in the planner: LLM presets and config.json files (through the
+        // importer), diffusion presets from presets/diffusion.toml.
+        let any = resolve_any(&wf, base, Some(import::load_model))
             .unwrap_or_else(|e| panic!("{shown}: {e}"));
-        *tasks.entry(w.run.task.as_str()).or_insert(0) += 1;
-        if let Some(cfg) = &wf.model.hf_config {
-            // Each config.json is a catalog model's: same shapes, same parameter count.
-            let id = cfg.file_stem().and_then(|s| s.to_str()).expect("file name");
-            let preset = cat.model(id).unwrap_or_else(|e| panic!("{shown}: {e}"));
-            let (a, b) = (&w.model, &preset.arch);
-            assert_eq!(
-                (
-                    a.layers,
-                    a.hidden,
-                    a.heads,
-                    a.kv_heads,
-                    a.head_dim,
-                    a.intermediate,
-                    a.vocab,
-                    a.tied_embeddings
-                ),
-                (
-                    b.layers,
-                    b.hidden,
-                    b.heads,
-                    b.kv_heads,
-                    b.head_dim,
-                    b.intermediate,
-                    b.vocab,
-                    b.tied_embeddings
-                ),
-                "{shown}: config.json and catalog preset {id} differ"
-            );
-            assert!(
-                (a.params - b.params).abs() / b.params < 1e-6,
-                "{shown}: {} vs {}",
-                a.params,
-                b.params
-            );
+        let task = wf.run.task.unwrap_or(Task::Inference);
+        *tasks.entry(task.as_str()).or_insert(0) += 1;
+        match any {
+            AnyWorkload::Diffusion(_) => {
+                // The harness builds the preset from a diffusers folder the importer reads too.
+                let id = wf.model.preset.as_deref().expect("diffusion preset");
+                let dir = root().join("tests/calibration/configs/diffusion").join(id);
+                let Ok(Imported::Pipeline(p)) = import::import(&dir) else {
+                    panic!("{shown}: {} is not a diffusers pipeline", dir.display());
+                };
+                let names: BTreeSet<&str> = p.components.iter().map(|c| c.name.as_str()).collect();
+                assert!(
+                    names.is_superset(&BTreeSet::from(["unet", "vae", "text_encoder"])),
+                    "{shown}: {names:?}"
+                );
+            }
+            AnyWorkload::Llm(w) => {
+                let Some(cfg) = &wf.model.hf_config else {
+                    continue;
+                };
+                // Each config.json is a catalog model's: same shapes, same parameter count.
+                let id = cfg.file_stem().and_then(|s| s.to_str()).expect("file name");
+                let preset = cat.model(id).unwrap_or_else(|e| panic!("{shown}: {e}"));
+                let (a, b) = (&w.model, &preset.arch);
+                assert_eq!(
+                    (
+                        a.layers,
+                        a.hidden,
+                        a.heads,
+                        a.kv_heads,
+                        a.head_dim,
+                        a.intermediate,
+                        a.vocab,
+                        a.tied_embeddings
+                    ),
+                    (
+                        b.layers,
+                        b.hidden,
+                        b.heads,
+                        b.kv_heads,
+                        b.head_dim,
+                        b.intermediate,
+                        b.vocab,
+                        b.tied_embeddings
+                    ),
+                    "{shown}: config.json and catalog preset {id} differ"
+                );
+                assert!(
+                    (a.params - b.params).abs() / b.params < 1e-6,
+                    "{shown}: {} vs {}",
+                    a.params,
+                    b.params
+                );
+            }
+            AnyWorkload::Game(_) => panic!("{shown}: a game has no calibration step"),
         }
     }
     for task in ["inference", "training", "diffusion"] {
@@ -345,5 +342,49 @@ fn bad_workload_files_get_one_clear_line_and_exit_2() {
             "{name}: {err}"
         );
         assert!(!out.exists(), "{name}: nothing written for a bad file");
+    }
+}
+
+#[test]
+fn workloads_not_run_still_get_a_row_and_fail_the_dry_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("late.jsonl");
+    // A deadline already past when the first workload would start: every file gets an error row.
+    let o = harness(&[
+        "--dry-run",
+        "tests/calibration/grid",
+        "--only",
+        "llama8b",
+        "--deadline-s",
+        "1e-9",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let n = grid_files()
+        .iter()
+        .filter(|f| f.to_string_lossy().contains("llama8b"))
+        .count();
+    let text = std::fs::read_to_string(&out).expect("rows written");
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(rows.len(), n, "one error row per workload");
+    for r in &rows {
+        assert!(r["id"].as_str().expect("id").ends_with("-error"), "{r}");
+        assert_eq!(r["measured_gib"], Value::Null);
+        assert!(
+            r["extras"]["error"]
+                .as_str()
+                .expect("error")
+                .contains("deadline")
+        );
+        assert_eq!(r.as_object().expect("object").len(), SCHEMA.len());
     }
 }

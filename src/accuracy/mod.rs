@@ -7,6 +7,7 @@
 
 mod diffusion_rows;
 mod llm_rows;
+mod measured_rows;
 mod report;
 
 pub use report::{KindStats, Report, RowResult};
@@ -55,14 +56,18 @@ pub struct Case {
     pub figure: Figure,
 }
 
-/// Estimates a case's figure in bytes.
+/// Estimates a case's figure in bytes (model files through the importer).
 pub fn estimate_case(c: &Case) -> Result<u64, String> {
-    let w = memory::any::resolve_any(&c.workload, Path::new("."), None)?;
+    let w = memory::any::resolve_any(&c.workload, Path::new("."), Some(crate::import::load_model))?;
     Ok(c.figure.of(&memory::any::estimate_any(&w)))
 }
 
 /// Maps a row to a case, or says why it cannot be expressed.
 pub fn case_for_row(row: &Value) -> Result<Case, String> {
+    if measured_rows::is_harness_row(row) {
+        // `workload_file` is relative to the repository root, where the benchmark runs.
+        return measured_rows::case(row, Path::new("."));
+    }
     let kind = row["workload"].as_str().unwrap_or("");
     if kind.starts_with("llm_") || kind == "runtime_overhead" {
         llm_rows::case(row)

@@ -142,11 +142,6 @@ class JsonlWriter:
         os.replace(self.partial, self.out)
 
 
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def environment(torch_mod=None, device="cpu"):
     """GPU, driver and library versions; what is missing says so instead of failing."""
     env = {

@@ -266,7 +266,7 @@ def build_llm(model, run, device, workdir, meter, res, base_dtype):
     return m
 
 
-def run_llm_inference(w, model, run, device, workdir, meter, res):
+def run_llm_inference(model, run, device, workdir, meter, res):
     checks = res["checks"]
     dtype = TORCH_DTYPE.get(run.weights, torch.bfloat16)
     m = build_llm(model, run, device, workdir, meter, res, dtype)
@@ -326,7 +326,7 @@ def state_tensors(opt):
                 yield v
 
 
-def run_llm_training(w, model, run, device, workdir, meter, res):
+def run_llm_training(model, run, device, workdir, meter, res):
     checks = res["checks"]
     mixed = run.precision in ("bf16-mixed", "fp16-mixed")
     if run.method == "full":
@@ -409,7 +409,7 @@ def diffusion_meta_params(model):
         return {name: n_params(_component(spec, torch.float32, "sdpa", "meta")) for name, spec in model.components.items()}
 
 
-def run_diffusion(w, model, run, device, workdir, meter, res):
+def run_diffusion(model, run, device, workdir, meter, res):
     checks = res["checks"]
     dtype = TORCH_DTYPE[run.weights]
     with meter.phase("load"):
@@ -509,11 +509,11 @@ def run_one(w, device, workdir, dry_run):
             import record
             res["extras"]["env"] = record.environment(torch, "cuda")
         if run.task == "inference":
-            run_llm_inference(w, model, run, device, workdir, meter, res)
+            run_llm_inference(model, run, device, workdir, meter, res)
         elif run.task == "training":
-            run_llm_training(w, model, run, device, workdir, meter, res)
+            run_llm_training(model, run, device, workdir, meter, res)
         else:
-            run_diffusion(w, model, run, device, workdir, meter, res)
+            run_diffusion(model, run, device, workdir, meter, res)
         summary = meter.summary()
         res["extras"].update(summary.pop("extras", {}))
         res.update(summary)

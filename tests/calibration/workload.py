@@ -104,7 +104,6 @@ class Workload:
     stem: str
     model: object
     run: Run
-    raw: dict
 
 
 def _fail(origin, msg):
@@ -269,7 +268,21 @@ def _preset(origin, repo_root, preset_id):
     return p
 
 
-def _diffusion_from_index(origin, path):
+def _diffusion_preset(repo_root, preset_id):
+    """A diffusion model of presets/diffusion.toml (by id or alias) with its parts' counts."""
+    with open(os.path.join(repo_root, "presets", "diffusion.toml"), "rb") as f:
+        cat = tomllib.load(f)
+    parts = {p["id"]: p for p in cat.get("part", [])}
+    for m in cat.get("model", []):
+        if preset_id == m.get("id") or preset_id in m.get("aliases", []):
+            counts = {"unet": int(m["params"]), "vae": int(parts[m["vae"]]["params"])}
+            for i, te in enumerate(m.get("text_encoders", [])):
+                counts["text_encoder" if i == 0 else f"text_encoder_{i + 1}"] = int(parts[te]["params"])
+            return m["id"], counts
+    return None, {}
+
+
+def _diffusion_from_index(origin, path, published):
     index = _load_json(origin, path)
     base = os.path.dirname(path)
     components = {}
@@ -285,7 +298,7 @@ def _diffusion_from_index(origin, path):
         if need not in components:
             _fail(origin, f"{path}: a diffusion pipeline needs a {need} component")
     name = os.path.basename(base)
-    return DiffusionModel(name=name, components=components, published_params=index.get("_published_params", {}))
+    return DiffusionModel(name=name, components=components, published_params=published)
 
 
 def resolve_model(origin, table, base_dir, repo_root, task):
@@ -294,9 +307,15 @@ def resolve_model(origin, table, base_dir, repo_root, task):
         _fail(origin, "model: give only one of model.preset, model.hf_config, model.file")
     overrides = {k: v for k, v in table.items() if k in ARCH_TO_HF}
     if task == "diffusion":
-        if sources != ["file"] or not str(table["file"]).endswith("model_index.json"):
-            _fail(origin, "model: a diffusion workload gives model.file = a diffusers model_index.json")
-        return _diffusion_from_index(origin, os.path.join(base_dir, table["file"]))
+        # The planner's diffusion presets; the harness builds them from configs/diffusion/<id>/.
+        if sources != ["preset"]:
+            _fail(origin, "model: a diffusion workload names model.preset (see presets/diffusion.toml)")
+        preset_id, published = _diffusion_preset(repo_root, table["preset"])
+        index = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "diffusion", str(preset_id),
+                             "model_index.json")
+        if preset_id is None or not os.path.isfile(index):
+            _fail(origin, f"model.preset = '{table['preset']}' has no diffusers configs under tests/calibration/configs/diffusion/")
+        return _diffusion_from_index(origin, index, published)
     if "file" in table:
         _fail(origin, "model.file: weights files are not read here; give model.hf_config or model.preset")
     if "hf_config" in table:
@@ -328,7 +347,7 @@ def load(path, repo_root):
         if max_ctx and run.seq > max_ctx:
             _fail(path, f"run.seq = {run.seq} is longer than the model supports (max_context {max_ctx})")
     stem = os.path.splitext(os.path.basename(path))[0]
-    return Workload(path=path, stem=stem, model=model, run=run, raw=raw)
+    return Workload(path=path, stem=stem, model=model, run=run)
 
 
 def collect(paths):
