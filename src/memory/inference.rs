@@ -6,12 +6,16 @@ use super::breakdown::{Breakdown, Layer};
 use super::kv_cache::kv_cache_bytes;
 use super::options::{Attention, Engine};
 use super::overhead;
+use super::weights::weight_bytes;
 use super::workload::{Run, Workload};
 use crate::units::human;
 
 /// vLLM's sampler keeps fp32 logits for up to `max_num_seqs` (256) sequences during the profile
 /// run, plus a probability copy (`vllm/v1/sample/sampler.py`).
 const VLLM_MAX_NUM_SEQS: f64 = 256.0;
+
+/// AutoAWQ `from_quantized(max_seq_len=2048)`: the fused layers' cache length.
+const AUTOAWQ_MAX_SEQ_LEN: u32 = 2048;
 
 /// Per-GPU estimate of an inference workload.
 pub fn estimate(w: &Workload) -> Breakdown {
@@ -21,7 +25,14 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     let wb = w.weight_bytes();
     b.add("weights", "Model weights", wb.gpu / n, Layer::Tensor);
-    let kv = kv_cache_bytes(a, r.batch, r.seq, r.kv_cache, r.engine, r.ubatch) / n;
+    // AutoAWQ's fused layers keep a rolling cache of `max_seq_len` tokens (2048 by default in
+    // `from_quantized`; `WindowedCache` rolls once a sequence passes it).
+    let cached = if r.engine == Engine::AutoAwq {
+        r.seq.min(AUTOAWQ_MAX_SEQ_LEN)
+    } else {
+        r.seq
+    };
+    let kv = kv_cache_bytes(a, r.batch, cached, r.kv_cache, r.engine, r.ubatch) / n;
     match r.engine {
         Engine::LlamaCpp => llama_cpp(&mut b, a, r, kv, n, wb.host),
         Engine::Vllm => vllm(&mut b, a, r, kv, n),
@@ -46,6 +57,21 @@ fn torch(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, weights: f6
     };
     let logits = logit_tokens * f64::from(a.vocab) * 6.0 / n;
     b.add("logits", "Logits", logits, Layer::Tensor);
+    if r.engine == Engine::AutoAwq {
+        // AutoAWQ's `fuse_layers` builds one QKV layer by concatenating the q, k and v packed
+        // weights (`awq/modules/fused`, `fuse_qkv`: torch.cat of qweight/qzeros/scales), while the
+        // original projections stay referenced: the QKV weights are held twice. Matches the
+        // short-prompt rows of its benchmark (Vicuna-7B +0.8 GiB, Llama-2-13B +1.6, CodeLlama-34B
+        // +2.0, Mistral-7B +0.45 over weights alone).
+        let qkv = f64::from(a.layers) * f64::from(a.hidden) * (a.q_dim() + 2.0 * a.kv_dim());
+        let per_param = weight_bytes(a, r.weights, r.engine).gpu / a.params.max(1.0);
+        b.add(
+            "fused_qkv",
+            "Fused QKV copy (AutoAWQ)",
+            qkv * per_param / n,
+            Layer::Tensor,
+        );
+    }
     let slack = overhead::allocator_slack(weights, act + logits + kv);
     overhead::add_torch_overheads(
         b,
