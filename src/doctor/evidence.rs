@@ -7,10 +7,25 @@ use crate::units::{GIB, human};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Everything a tree step or a cause can be decided by. Names are the ones the data files use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fact {
+/// Declares `Fact` and `Fact::ALL` from one list, so the list the data checks walk can never
+/// miss a variant.
+macro_rules! facts {
+    ($($(#[$doc:meta])* $v:ident,)+) => {
+        /// Everything a tree step or a cause can be decided by. Names are the ones the data files use.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Fact {
+            $($(#[$doc])* $v,)+
+        }
+
+        impl Fact {
+            /// Every fact, for the data checks (each needs a label in facts.toml).
+            pub const ALL: &'static [Fact] = &[$(Fact::$v,)+];
+        }
+    };
+}
+
+facts! {
     // Classes of a PyTorch OOM with figures (classify.rs).
     ImpossibleRequest,
     Cap,
@@ -65,59 +80,6 @@ pub enum Fact {
 }
 
 impl Fact {
-    /// Every fact, for the data checks (each needs a label in facts.toml).
-    pub const ALL: [Fact; 46] = {
-        use Fact::*;
-        [
-            ImpossibleRequest,
-            Cap,
-            Spill,
-            Unexplained,
-            AnotherProcess,
-            Fragmentation,
-            NonPytorchMemory,
-            PlainShortage,
-            PytorchOom,
-            TensorflowOom,
-            CudaOomNoFigures,
-            MallocAsync,
-            ExpandableUnsupported,
-            Mps,
-            Directml,
-            EngineComfyui,
-            EngineLlamacpp,
-            EngineOllama,
-            EngineVllm,
-            EngineTransformers,
-            EngineA1111,
-            LlmWeights,
-            LlmComputeBuffer,
-            LlmKvCache,
-            LlmInfo,
-            HostRam,
-            NoBatchSize,
-            DeviceMapOffload,
-            ComfyTiledVae,
-            ComfyOomHandler,
-            ComfyPartialLoad,
-            ComfyLeak,
-            ComfyStartup,
-            NanImage,
-            XformersBlack,
-            ShapeMismatch,
-            GameVramOom,
-            DeviceRemoved,
-            TexturePool,
-            LiveOtherProcesses,
-            LiveVramFull,
-            LiveSpilling,
-            OsWindows,
-            OsLinux,
-            OsMacos,
-            PlanDoesNotFit,
-        ]
-    };
-
     /// The name the data files use.
     pub fn name(self) -> String {
         serde_json::to_value(self)

@@ -305,7 +305,7 @@ impl Knowledge {
             ));
         }
         for f in Fact::ALL {
-            if !self.facts.contains_key(&f) {
+            if !self.facts.contains_key(f) {
                 return Err(format!("facts.toml: fact '{}' has no entry", f.name()));
             }
         }
