@@ -2,7 +2,6 @@
 //! and a game's VRAM never shrinks when resolution or texture quality goes up.
 
 use proptest::prelude::*;
-use vram_doctor::catalog::Vendor;
 use vram_doctor::memory::diffusion::stages::{decode_bytes, denoise_bytes};
 use vram_doctor::memory::diffusion::{
     Bus, CpuOffload, DiffusionCatalog, DiffusionWorkload, VramMode, estimate,
@@ -14,14 +13,7 @@ use vram_doctor::memory::options::{Attention, Engine};
 use vram_doctor::memory::workload::GpuTarget;
 
 fn gpu(gib: f64) -> GpuTarget {
-    GpuTarget {
-        name: "test".into(),
-        vram_bytes: vram_doctor::units::gib_to_bytes(gib),
-        count: 1,
-        vendor: Vendor::Nvidia,
-        bf16: true,
-        fp8: false,
-    }
+    GpuTarget::with_capacity(vram_doctor::units::gib_to_bytes(gib), 1)
 }
 
 fn model_ids() -> Vec<String> {

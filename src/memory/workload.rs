@@ -170,6 +170,19 @@ pub struct GpuTarget {
 }
 
 impl GpuTarget {
+    /// A card known only by its capacity (`gpu.vram_gib` without a preset): assumed a current
+    /// NVIDIA card with bf16 and without fp8.
+    pub fn with_capacity(vram_bytes: u64, count: u32) -> Self {
+        GpuTarget {
+            name: format!("{:.0} GiB GPU", crate::units::gib(vram_bytes)),
+            vram_bytes,
+            count,
+            vendor: Vendor::Nvidia,
+            bf16: true,
+            fp8: false,
+        }
+    }
+
     pub fn from_preset(g: &Gpu, count: u32) -> Self {
         GpuTarget {
             name: g.name.clone(),
@@ -316,14 +329,7 @@ impl GpuSection {
                     g.vram_bytes = check_vram(v)?;
                     g
                 }
-                (None, Some(v)) => GpuTarget {
-                    name: format!("{v} GiB GPU"),
-                    vram_bytes: check_vram(v)?,
-                    count,
-                    vendor: Vendor::Nvidia,
-                    bf16: true,
-                    fp8: false,
-                },
+                (None, Some(v)) => GpuTarget::with_capacity(check_vram(v)?, count),
                 (None, None) => return Err(
                     "gpu: give gpu.preset (see `vram-doctor presets list gpus`) or gpu.vram_gib"
                         .into(),

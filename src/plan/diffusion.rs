@@ -382,14 +382,7 @@ mod tests {
     use crate::memory::workload::GpuTarget;
 
     fn wl(model: &str, gib: f64, engine: Engine) -> DiffusionWorkload {
-        let gpu = GpuTarget {
-            name: "t".into(),
-            vram_bytes: crate::units::gib_to_bytes(gib),
-            count: 1,
-            vendor: crate::catalog::Vendor::Nvidia,
-            bf16: true,
-            fp8: false,
-        };
+        let gpu = GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1);
         let mut w = DiffusionWorkload::for_preset(gpu, Bus::default(), model).unwrap();
         w.run.engine = engine;
         w

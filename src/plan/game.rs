@@ -221,14 +221,7 @@ mod tests {
     use crate::memory::workload::GpuTarget;
 
     fn wl(id: &str, gib: f64, run: GameRun) -> GameWorkload {
-        let gpu = GpuTarget {
-            name: "t".into(),
-            vram_bytes: crate::units::gib_to_bytes(gib),
-            count: 1,
-            vendor: crate::catalog::Vendor::Nvidia,
-            bf16: true,
-            fp8: false,
-        };
+        let gpu = GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1);
         GameWorkload {
             gpu,
             game: Some(GameCatalog::get().game(id).unwrap().clone()),

@@ -108,14 +108,7 @@ mod tests {
     use crate::memory::workload::GpuTarget;
 
     pub(crate) fn gpu(gib: f64) -> GpuTarget {
-        GpuTarget {
-            name: "test".into(),
-            vram_bytes: crate::units::gib_to_bytes(gib),
-            count: 1,
-            vendor: crate::catalog::Vendor::Nvidia,
-            bf16: true,
-            fp8: false,
-        }
+        GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1)
     }
 
     fn wl(model: &str) -> DiffusionWorkload {

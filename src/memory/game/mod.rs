@@ -395,14 +395,7 @@ mod tests {
     use super::*;
 
     fn gpu(gib: f64) -> GpuTarget {
-        GpuTarget {
-            name: "t".into(),
-            vram_bytes: gib_to_bytes(gib),
-            count: 1,
-            vendor: crate::catalog::Vendor::Nvidia,
-            bf16: true,
-            fp8: false,
-        }
+        GpuTarget::with_capacity(gib_to_bytes(gib), 1)
     }
 
     fn game(id: &str, run: GameRun) -> GameWorkload {
