@@ -2,7 +2,7 @@
 
 use egui::accesskit::Role;
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use std::path::PathBuf;
 use vram_doctor::ui::files::{Dialogs, FileDialog};
 use vram_doctor::ui::planner::PlannerView;
@@ -194,4 +194,40 @@ fn a_model_file_replaces_the_preset() {
     assert_eq!(h.state().workload.model.preset, None);
     h.get_by_label_contains("Per GPU on");
     h.get_by_label_contains("Fits: needs");
+}
+
+#[test]
+fn an_export_is_previewed_and_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.sh");
+    // q4_k_m weights run on llama.cpp: its exports are llama.cpp and ollama.
+    let mut v = view(file.clone());
+    v.workload.run.weights = Some("q4_k_m".into());
+    let mut h = harness(v);
+    h.run();
+    h.get_by_role_and_label(Role::ComboBox, "Export format")
+        .click();
+    h.run();
+    h.get_by_label("ollama").click();
+    h.run();
+    h.get_by_label_contains("PARAMETER num_gpu");
+    assert!(h.query_by_label_contains("-ngl 999").is_none());
+
+    h.get_by_role_and_label(Role::ComboBox, "Export format")
+        .click();
+    h.run();
+    h.get_by_label("llama.cpp").click();
+    h.run();
+    let node = h.get_by_label_contains("-ngl 999");
+    // egui gives a label's text as the node's value (older versions: as its label).
+    let preview = node
+        .value()
+        .or_else(|| node.accesskit_node().label())
+        .unwrap();
+    assert!(preview.contains("llama-server"), "{preview}");
+
+    h.get_by_label("Save export…").click();
+    h.run();
+    h.get_by_label_contains("Saved");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), preview);
 }

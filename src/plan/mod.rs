@@ -123,7 +123,8 @@ pub fn plan(w: &Workload) -> (Breakdown, Plan) {
     (b, p)
 }
 
-fn result(b: Breakdown, plan: Plan) -> PlanResult {
+/// The JSON result from an estimate and its plan, for callers that already have both.
+pub fn result(b: Breakdown, plan: Plan) -> PlanResult {
     PlanResult {
         capacity_bytes: b.capacity_bytes,
         fits: b.fits(),

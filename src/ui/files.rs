@@ -20,18 +20,23 @@ pub struct NativeDialog;
 
 impl FileDialog for NativeDialog {
     fn open(&mut self, title: &str, extensions: &[&str]) -> Option<PathBuf> {
-        rfd::FileDialog::new()
-            .set_title(title)
-            .add_filter(extensions.join(", "), extensions)
-            .pick_file()
+        with_filter(rfd::FileDialog::new().set_title(title), extensions).pick_file()
     }
 
     fn save(&mut self, title: &str, file_name: &str, extensions: &[&str]) -> Option<PathBuf> {
-        rfd::FileDialog::new()
+        let d = rfd::FileDialog::new()
             .set_title(title)
-            .set_file_name(file_name)
-            .add_filter(extensions.join(", "), extensions)
-            .save_file()
+            .set_file_name(file_name);
+        with_filter(d, extensions).save_file()
+    }
+}
+
+/// Filters on `extensions`; no filter when there are none (a file such as `Modelfile`).
+fn with_filter(d: rfd::FileDialog, extensions: &[&str]) -> rfd::FileDialog {
+    if extensions.is_empty() {
+        d
+    } else {
+        d.add_filter(extensions.join(", "), extensions)
     }
 }
 

@@ -1,23 +1,27 @@
 //! Planner tab: edit a workload with pickers and sliders, see its memory part by part against the
 //! card, and open or save the workload file. Every frame the edited `WorkloadFile` goes through
 //! the same `resolve` + `memory::estimate` as `vram-doctor plan`, so the GUI and the CLI agree.
+//! Under the plan, the exports of `crate::export` for the planned workload: preview, copy, save.
 
 use super::bar;
 use super::catalog::Pick;
 use super::files::{Dialogs, write_atomic};
 use crate::catalog::Catalog;
+use crate::export::{self, ExportKind};
+use crate::memory::any::AnyWorkload;
 use crate::memory::dtype::{KV_NAMES, WEIGHT_NAMES};
 use crate::memory::workload::RunSection;
 use crate::memory::{
     Attention, Breakdown, Checkpointing, Engine, KvDtype, LoraTargets, Method, Offload, Optimizer,
     Precision, Run, Task, WorkloadFile,
 };
-use crate::plan::{self, Plan};
+use crate::plan::{self, Plan, PlanResult};
 use crate::units::{gib, human};
 use egui::{ComboBox, RichText, Slider, Ui};
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Extensions offered by the open/save dialogs.
 const WORKLOAD_EXT: &[&str] = &["toml"];
@@ -38,6 +42,8 @@ pub struct PlannerView {
     pub workload: WorkloadFile,
     /// The file it was last opened from or saved to.
     pub path: Option<PathBuf>,
+    /// The export format chosen under the plan, and its rendered text.
+    pub export: ExportView,
     /// Filters typed into the GPU and model pickers.
     #[serde(skip)]
     gpu_filter: String,
@@ -65,6 +71,8 @@ struct Estimate {
     gpu_name: String,
     max_seq: u32,
     breakdown: Breakdown,
+    /// What the exports are rendered from; a new `Arc` for every new estimate.
+    source: Arc<(AnyWorkload, PlanResult)>,
 }
 
 impl Default for PlannerView {
@@ -85,6 +93,7 @@ impl Default for PlannerView {
         PlannerView {
             workload,
             path: None,
+            export: ExportView::default(),
             gpu_filter: String::new(),
             model_filter: String::new(),
             status: None,
@@ -113,12 +122,14 @@ impl PlannerView {
             .resolve(base, Some(crate::import::load_model))
             .map(|w| {
                 let (breakdown, plan) = plan::plan(&w);
+                let result = plan::result(breakdown.clone(), plan.clone());
                 Estimate {
                     max_seq: w.model.max_context.unwrap_or(SEQ_MAX_FALLBACK),
                     breakdown,
                     plan,
-                    gpu_name: w.gpu.name,
-                    run: w.run,
+                    gpu_name: w.gpu.name.clone(),
+                    run: w.run.clone(),
+                    source: Arc::new((AnyWorkload::Llm(w), result)),
                 }
             });
         if let Ok(est) = &e {
@@ -172,7 +183,12 @@ impl PlannerView {
         egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| match &estimate {
                 Ok(e) => {
-                    if result_ui(ui, e) {
+                    let apply = summary_ui(ui, e);
+                    ui.add_space(10.0);
+                    self.export.ui(ui, &e.source, &mut self.dialogs);
+                    ui.add_space(10.0);
+                    details_ui(ui, e);
+                    if apply {
                         self.apply(&e.run, &e.plan);
                     }
                 }
@@ -538,8 +554,8 @@ pub fn verdict(b: &Breakdown) -> String {
     }
 }
 
-/// Draws the estimate and the plan; returns true when the user asked to apply the plan.
-fn result_ui(ui: &mut Ui, e: &Estimate) -> bool {
+/// Draws the verdict and the plan; returns true when the user asked to apply the plan.
+fn summary_ui(ui: &mut Ui, e: &Estimate) -> bool {
     let b = &e.breakdown;
     ui.heading(format!("Per GPU on {}", e.gpu_name));
     let color = if b.fits() {
@@ -548,8 +564,12 @@ fn result_ui(ui: &mut Ui, e: &Estimate) -> bool {
         ui.visuals().error_fg_color
     };
     ui.label(RichText::new(verdict(b)).size(20.0).strong().color(color));
-    let apply = plan_ui(ui, &e.plan);
-    ui.add_space(6.0);
+    plan_ui(ui, &e.plan)
+}
+
+/// Draws the memory part by part: the bar, the peaks and the warnings.
+fn details_ui(ui: &mut Ui, e: &Estimate) {
+    let b = &e.breakdown;
     let parts: Vec<(&str, u64)> = b
         .components
         .iter()
@@ -588,7 +608,122 @@ fn result_ui(ui: &mut Ui, e: &Estimate) -> bool {
             ui.colored_label(ui.visuals().warn_fg_color, w);
         }
     }
-    apply
+}
+
+/// The export section: a format, a preview of the text, and buttons to copy or save it.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExportView {
+    /// The format the user picked; the first one that applies when unset or not applicable.
+    kind: Option<ExportKind>,
+    /// The formats and the text for one estimate, rendered again only when either changes.
+    #[serde(skip)]
+    cache: Option<Rendered>,
+    /// Outcome of the last save, shown under the buttons.
+    #[serde(skip)]
+    status: Option<Result<String, String>>,
+}
+
+struct Rendered {
+    source: Arc<(AnyWorkload, PlanResult)>,
+    kinds: Vec<ExportKind>,
+    kind: Option<ExportKind>,
+    text: Result<String, String>,
+}
+
+impl ExportView {
+    /// The formats and text for `source`, from the cache when neither it nor the format changed.
+    fn refresh(&mut self, source: &Arc<(AnyWorkload, PlanResult)>) -> &Rendered {
+        let same = |c: &Rendered| Arc::ptr_eq(&c.source, source);
+        let kinds = match &self.cache {
+            Some(c) if same(c) => c.kinds.clone(),
+            _ => export::kinds_for(&source.0, &source.1),
+        };
+        let kind = self
+            .kind
+            .filter(|k| kinds.contains(k))
+            .or(kinds.first().copied());
+        if !matches!(&self.cache, Some(c) if same(c) && c.kind == kind) {
+            let text = kind.map_or_else(
+                || Err("No export applies to this workload".to_string()),
+                |k| export::render(k, &source.0, &source.1),
+            );
+            self.cache = Some(Rendered {
+                source: source.clone(),
+                kinds,
+                kind,
+                text,
+            });
+        }
+        self.cache.as_ref().expect("filled above")
+    }
+
+    fn ui(&mut self, ui: &mut Ui, source: &Arc<(AnyWorkload, PlanResult)>, dialogs: &mut Dialogs) {
+        ui.heading("Export");
+        let r = self.refresh(source);
+        let (kinds, current) = (r.kinds.clone(), r.kind);
+        let text = r.text.clone();
+        let mut chosen = current;
+        ComboBox::from_label("Export format")
+            .selected_text(current.map_or("", |k| k.as_str()))
+            .show_ui(ui, |ui| {
+                for k in &kinds {
+                    ui.selectable_value(&mut chosen, Some(*k), k.as_str());
+                }
+            });
+        if chosen != current {
+            self.kind = chosen;
+            self.status = None;
+        }
+        match &text {
+            Ok(t) => {
+                egui::ScrollArea::both()
+                    .id_salt("export_preview")
+                    .max_height(240.0)
+                    .show(ui, |ui| {
+                        ui.add(egui::Label::new(RichText::new(t).monospace()).extend());
+                    });
+                ui.horizontal(|ui| {
+                    if ui.button("Copy export").clicked() {
+                        ui.ctx().copy_text(t.clone());
+                    }
+                    if let Some(k) = current
+                        && ui.button("Save export…").clicked()
+                    {
+                        self.status = save_export(dialogs, k, t);
+                    }
+                });
+            }
+            Err(m) => {
+                ui.colored_label(ui.visuals().error_fg_color, m);
+            }
+        }
+        match &self.status {
+            Some(Ok(m)) => {
+                ui.label(m);
+            }
+            Some(Err(m)) => {
+                ui.colored_label(ui.visuals().error_fg_color, m);
+            }
+            None => {}
+        }
+    }
+}
+
+/// Asks where to save an export, proposing its usual file name; `None` when cancelled.
+fn save_export(
+    dialogs: &mut Dialogs,
+    kind: ExportKind,
+    text: &str,
+) -> Option<Result<String, String>> {
+    let name = kind.file_name();
+    let ext: Vec<&str> = Path::new(name)
+        .extension()
+        .and_then(|e| e.to_str())
+        .into_iter()
+        .collect();
+    let path = dialogs.0.save("Save the export", name, &ext)?;
+    Some(write_atomic(&path, text).map(|()| format!("Saved {}", path.display())))
 }
 
 /// The recommended plan, the largest batch and longest sequence that fit; true when "Apply
