@@ -183,11 +183,12 @@ impl PlannerView {
         egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| match &estimate {
                 Ok(e) => {
+                    // The verdict and the bar first; the export text below them.
                     let apply = summary_ui(ui, e);
                     ui.add_space(10.0);
-                    self.export.ui(ui, &e.source, &mut self.dialogs);
-                    ui.add_space(10.0);
                     details_ui(ui, e);
+                    ui.add_space(10.0);
+                    self.export.ui(ui, &e.source, &mut self.dialogs);
                     if apply {
                         self.apply(&e.run, &e.plan);
                     }
