@@ -367,28 +367,18 @@ impl PlannerView {
         if let Some(v) = pick(ui, "Engine", Engine::ALL, r.engine) {
             w.run.engine = Some(v);
         }
-        let mut batch = r.batch;
-        if ui
-            .add(
-                Slider::new(&mut batch, 1..=512)
-                    .logarithmic(true)
-                    .text("Batch size"),
-            )
-            .changed()
-        {
-            w.run.batch = Some(i64::from(batch));
+        if let Some(v) = count_slider(ui, "Batch size", r.batch, 1..=512, true) {
+            w.run.batch = Some(v);
         }
         let max_seq = estimate.map_or(SEQ_MAX_FALLBACK, |e| e.max_seq).max(16);
-        let mut seq = r.seq.min(max_seq);
-        if ui
-            .add(
-                Slider::new(&mut seq, 16..=max_seq)
-                    .logarithmic(true)
-                    .text("Sequence length"),
-            )
-            .changed()
-        {
-            w.run.seq = Some(i64::from(seq));
+        if let Some(v) = count_slider(
+            ui,
+            "Sequence length",
+            r.seq.min(max_seq),
+            16..=max_seq,
+            true,
+        ) {
+            w.run.seq = Some(v);
         }
         // `KvDtype` has no Display: show the first accepted spelling that parses back to it.
         let kv_name = KV_NAMES
@@ -439,38 +429,19 @@ impl PlannerView {
                 w.run.checkpointing = Some(v);
             }
             if r.method != Method::Full {
-                let mut rank = r.lora_rank;
-                if ui
-                    .add(
-                        Slider::new(&mut rank, 1..=512)
-                            .logarithmic(true)
-                            .text("LoRA rank"),
-                    )
-                    .changed()
-                {
-                    w.run.lora_rank = Some(i64::from(rank));
+                if let Some(v) = count_slider(ui, "LoRA rank", r.lora_rank, 1..=512, true) {
+                    w.run.lora_rank = Some(v);
                 }
                 if let Some(v) = pick(ui, "LoRA targets", LoraTargets::ALL, r.lora_targets) {
                     w.run.lora_targets = Some(v);
                 }
             }
-            let mut accum = r.grad_accum;
-            if ui
-                .add(
-                    Slider::new(&mut accum, 1..=256)
-                        .logarithmic(true)
-                        .text("Gradient accumulation"),
-                )
-                .changed()
+            if let Some(v) = count_slider(ui, "Gradient accumulation", r.grad_accum, 1..=256, true)
             {
-                w.run.grad_accum = Some(i64::from(accum));
+                w.run.grad_accum = Some(v);
             }
-            let mut zero = r.zero_stage;
-            if ui
-                .add(Slider::new(&mut zero, 0..=3).text("ZeRO stage"))
-                .changed()
-            {
-                w.run.zero_stage = Some(i64::from(zero));
+            if let Some(v) = count_slider(ui, "ZeRO stage", r.zero_stage, 0..=3, false) {
+                w.run.zero_stage = Some(v);
             }
             if let Some(v) = pick(ui, "Offload", Offload::ALL, r.offload) {
                 w.run.offload = Some(v);
@@ -512,6 +483,25 @@ fn search_pick<'a>(
 }
 
 /// A combo box over a choice enum; returns the new value when the user picked another one.
+/// A slider over a count of the workload (batch, tokens, rank …); `Some` with the new value
+/// when the user moved it, ready for the workload file's integer field.
+fn count_slider(
+    ui: &mut Ui,
+    label: &str,
+    value: u32,
+    range: std::ops::RangeInclusive<u32>,
+    logarithmic: bool,
+) -> Option<i64> {
+    let mut v = value;
+    ui.add(
+        Slider::new(&mut v, range)
+            .logarithmic(logarithmic)
+            .text(label),
+    )
+    .changed()
+    .then_some(i64::from(v))
+}
+
 fn pick<T: Copy + PartialEq + Display>(
     ui: &mut Ui,
     label: &str,
