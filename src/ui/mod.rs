@@ -9,6 +9,7 @@ mod bar;
 pub mod catalog;
 pub mod doctor;
 pub mod files;
+pub mod i18n;
 pub mod monitor;
 pub mod planner;
 
@@ -33,12 +34,12 @@ impl Tab {
 
     /// The tab's title in the top bar, which is also its accessible label.
     pub fn title(self) -> &'static str {
-        match self {
+        i18n::tr(match self {
             Tab::Planner => "Planner",
             Tab::Monitor => "Monitor",
             Tab::Doctor => "Doctor",
             Tab::Catalog => "Catalog",
-        }
+        })
     }
 
     /// Parses a command-line spelling (case-insensitive).
