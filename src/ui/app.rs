@@ -4,6 +4,7 @@
 use super::Tab;
 use super::catalog::CatalogView;
 use super::doctor::DoctorView;
+use super::i18n::{self, Lang, tr};
 use super::monitor::MonitorView;
 use super::planner::PlannerView;
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,9 @@ use serde::{Deserialize, Serialize};
 #[serde(default)]
 pub struct AppState {
     pub tab: Tab,
+    /// The interface language. The default is English so tests see the same app everywhere;
+    /// a first start without saved state takes it from the locale instead (`VramDoctorApp::new`).
+    pub lang: Lang,
     pub planner: PlannerView,
     pub monitor: MonitorView,
     pub doctor: DoctorView,
@@ -25,13 +29,27 @@ pub struct VramDoctorApp {
 
 impl VramDoctorApp {
     /// Restores the last session's state when there is one (a state saved by an older version
-    /// that no longer reads falls back to the defaults), then applies `start_tab`.
+    /// that no longer reads falls back to the defaults), then applies `start_tab`. A first start
+    /// is in English whatever the machine's locale, so tests see the same app everywhere.
     pub fn new(cc: &eframe::CreationContext<'_>, start_tab: Option<Tab>) -> Self {
+        Self::restore(cc, start_tab, Lang::default())
+    }
+
+    /// As [`Self::new`], but a first start (no saved state) speaks the locale's language
+    /// (`LC_ALL`/`LC_MESSAGES`/`LANG`); what the desktop app itself uses.
+    pub fn with_locale(cc: &eframe::CreationContext<'_>, start_tab: Option<Tab>) -> Self {
+        Self::restore(cc, start_tab, Lang::from_locale(|k| std::env::var(k).ok()))
+    }
+
+    fn restore(cc: &eframe::CreationContext<'_>, start_tab: Option<Tab>, first: Lang) -> Self {
         super::install_fonts(&cc.egui_ctx);
-        let mut state: AppState = cc
+        let saved: Option<AppState> = cc
             .storage
-            .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
-            .unwrap_or_default();
+            .and_then(|s| eframe::get_value(s, eframe::APP_KEY));
+        let mut state = saved.unwrap_or_else(|| AppState {
+            lang: first,
+            ..AppState::default()
+        });
         if let Some(t) = start_tab {
             state.tab = t;
         }
@@ -42,6 +60,7 @@ impl VramDoctorApp {
 impl eframe::App for VramDoctorApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let s = &mut self.state;
+        i18n::set_lang(s.lang);
         egui::Panel::top("top_bar").show(ui, |ui| {
             ui.horizontal(|ui| {
                 ui.strong("VRAM Doctor");
@@ -49,7 +68,11 @@ impl eframe::App for VramDoctorApp {
                 for t in Tab::ALL {
                     ui.selectable_value(&mut s.tab, t, t.title());
                 }
-                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), theme_ui);
+                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                    theme_ui(ui);
+                    ui.separator();
+                    lang_ui(ui, &mut s.lang);
+                });
             });
         });
         if s.tab != Tab::Monitor {
@@ -82,11 +105,22 @@ fn theme_ui(ui: &mut egui::Ui) {
     let mut pref = ui.options(|o| o.theme_preference);
     // Right-to-left layout: listed in reverse of how they appear.
     for (p, name) in [
-        (T::Dark, "Dark"),
-        (T::Light, "Light"),
-        (T::System, "System theme"),
+        (T::Dark, tr("Dark")),
+        (T::Light, tr("Light")),
+        (T::System, tr("System theme")),
     ] {
         ui.selectable_value(&mut pref, p, name);
     }
     ui.ctx().set_theme(pref);
+}
+
+/// The language switch, each language named in itself so anyone can find their own. A change
+/// shows from the next frame on, which egui draws at once because the click asked for it.
+fn lang_ui(ui: &mut egui::Ui, lang: &mut Lang) {
+    // Right-to-left layout: listed in reverse of how they appear.
+    for l in Lang::ALL.into_iter().rev() {
+        if ui.selectable_value(lang, l, l.endonym()).changed() {
+            i18n::set_lang(*lang);
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! A horizontal stacked bar: each part of an estimate as a coloured segment, drawn against the
 //! card's capacity line, with a legend that names each part and its size.
 
+use crate::ui::i18n::trf;
 use crate::units::human;
 use egui::{Color32, Sense, Stroke, StrokeKind, Ui, Vec2, WidgetInfo};
 
@@ -33,7 +34,10 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64) {
         WidgetInfo::labeled(
             egui::Role::Meter,
             true,
-            format!("Memory bar: {} of {}", human(total), human(capacity)),
+            trf(
+                "Memory bar: {total} of {capacity}",
+                &[("total", &human(total)), ("capacity", &human(capacity))],
+            ),
         )
     });
     let painter = ui.painter_at(rect);
@@ -58,7 +62,10 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64) {
     ui.horizontal(|ui| {
         let left = (cap_x - rect.left() - 80.0).max(0.0);
         ui.add_space(left);
-        ui.weak(format!("capacity {}", human(capacity)));
+        ui.weak(trf(
+            "capacity {capacity}",
+            &[("capacity", &human(capacity))],
+        ));
     });
 }
 

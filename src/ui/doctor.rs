@@ -5,11 +5,14 @@
 use crate::doctor::diagnosis::{causes_for, diagnose, evidence_line};
 use crate::doctor::knowledge::Cost;
 use crate::doctor::{Context, Diagnosis, Knowledge, View, WizardState, reading};
+use crate::ui::i18n::{lang, tr, trf};
 use egui::{RichText, Ui};
 use serde::{Deserialize, Serialize};
 
-/// Language of the wizard's texts (the knowledge files also ship others).
-const LANG: &str = "en";
+/// The knowledge files' code for the language chosen in the top bar.
+fn code() -> &'static str {
+    lang().doctor_code()
+}
 
 #[derive(Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -27,9 +30,9 @@ impl DoctorView {
     pub fn ui(&mut self, ui: &mut Ui) {
         let kb = Knowledge::get();
         egui::Panel::left("doctor_input").resizable(true).default_size(460.0).show(ui, |ui| {
-            ui.heading("What went wrong?");
-            ui.label("Paste the error message (for example a “CUDA out of memory” traceback), or start without one:");
-            let label = ui.label("Error message");
+            ui.heading(tr("What went wrong?"));
+            ui.label(tr("Paste the error message (for example a “CUDA out of memory” traceback), or start without one:"));
+            let label = ui.label(tr("Error message"));
             egui::ScrollArea::vertical().max_height(320.0).show(ui, |ui| {
                 let edit = egui::TextEdit::multiline(&mut self.message)
                     .desired_rows(14)
@@ -39,10 +42,10 @@ impl DoctorView {
                 edit.response.response.labelled_by(label.id);
             });
             ui.horizontal(|ui| {
-                if ui.button("Read message").clicked() {
+                if ui.button(tr("Read message")).clicked() {
                     self.start(kb, true);
                 }
-                if ui.button("Start without a message").clicked() {
+                if ui.button(tr("Start without a message")).clicked() {
                     self.start(kb, false);
                 }
             });
@@ -70,9 +73,21 @@ impl DoctorView {
             None
         };
         self.note = Some(match &reading {
-            Some(r) if r.recognised() => format!("Recognised: {}", r.signatures.join(", ")),
-            Some(_) => "No known GPU error in this text; answer the questions instead.".into(),
-            None => "Answer the questions below.".into(),
+            Some(r) if r.recognised() => {
+                let names: Vec<&str> = r
+                    .signatures
+                    .iter()
+                    .map(|id| {
+                        kb.signatures
+                            .iter()
+                            .find(|s| &s.id == id)
+                            .map_or(id.as_str(), |s| s.label.get(code()))
+                    })
+                    .collect();
+                trf("Recognised: {names}", &[("names", &names.join("; "))])
+            }
+            Some(_) => tr("No known GPU error in this text; answer the questions instead.").into(),
+            None => tr("Answer the questions below.").into(),
         });
         let observations = Context::default().observations(reading.as_ref());
         match WizardState::start(kb, &kb.root, observations) {
@@ -83,30 +98,35 @@ impl DoctorView {
 
     fn wizard_ui(&mut self, ui: &mut Ui, kb: &Knowledge) {
         let Some(w) = &mut self.wizard else {
-            ui.weak("The wizard starts when you read a message or start without one.");
+            ui.weak(tr(
+                "The wizard starts when you read a message or start without one.",
+            ));
             return;
         };
-        let view = match w.view(kb, LANG) {
+        let view = match w.view(kb, code()) {
             Ok(v) => v,
             Err(e) => {
                 ui.colored_label(ui.visuals().error_fg_color, e);
-                if ui.button("Restart").clicked() {
+                if ui.button(tr("Restart")).clicked() {
                     self.wizard = None;
                 }
                 return;
             }
         };
         if !w.observations.is_empty() {
-            ui.strong("Evidence");
+            ui.strong(tr("Evidence"));
             for o in &w.observations {
-                ui.label(format!("• {}", evidence_line(kb, o, LANG)));
+                ui.label(format!("• {}", evidence_line(kb, o, code())));
             }
             ui.add_space(6.0);
         }
-        for step in w.history(kb, LANG) {
+        for step in w.history(kb, code()) {
             let line = format!("{} → {}", step.question, step.answer);
             match step.because {
-                Some(b) => ui.weak(format!("{line}   (answered from the evidence: {b})")),
+                Some(b) => ui.weak(trf(
+                    "{line}   (answered from the evidence: {because})",
+                    &[("line", &line), ("because", &b)],
+                )),
                 None => ui.weak(line),
             };
         }
@@ -114,12 +134,15 @@ impl DoctorView {
         let mut restart = false;
         ui.horizontal(|ui| {
             if ui
-                .add_enabled(w.path.iter().any(|s| !s.auto), egui::Button::new("Back"))
+                .add_enabled(
+                    w.path.iter().any(|s| !s.auto),
+                    egui::Button::new(tr("Back")),
+                )
                 .clicked()
             {
                 w.back();
             }
-            restart = ui.button("Restart").clicked();
+            restart = ui.button(tr("Restart")).clicked();
         });
         ui.separator();
         match view {
@@ -134,8 +157,8 @@ impl DoctorView {
                 let causes = causes_for(kb, &w.observations);
                 if !causes.is_empty() {
                     ui.add_space(10.0);
-                    ui.strong("What the evidence points at so far");
-                    diagnosis_ui(ui, &diagnose(kb, &causes, &w.observations, LANG));
+                    ui.strong(tr("What the evidence points at so far"));
+                    diagnosis_ui(ui, &diagnose(kb, &causes, &w.observations, code()));
                 }
             }
             View::Result {
@@ -152,37 +175,43 @@ impl DoctorView {
     }
 }
 
+/// The cost tag before a fix, bracketed in the key too so "free" (no cost) cannot be confused
+/// with "free" (memory) in the translation table.
 fn cost_title(c: Cost) -> &'static str {
-    match c {
-        Cost::Free => "free",
-        Cost::Code => "code change",
-        Cost::Quality => "quality trade-off",
-        Cost::Hardware => "hardware",
-    }
+    tr(match c {
+        Cost::Free => "[free]",
+        Cost::Code => "[code change]",
+        Cost::Quality => "[quality trade-off]",
+        Cost::Hardware => "[hardware]",
+    })
 }
 
 fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) {
     ui.add_space(6.0);
-    ui.label(RichText::new("Likely causes").strong().size(16.0));
+    ui.label(RichText::new(tr("Likely causes")).strong().size(16.0));
     for c in &d.causes {
         ui.strong(&c.title);
         ui.label(&c.why);
         for e in &c.evidence {
-            ui.weak(format!("seen: {e}"));
+            ui.weak(trf("seen: {evidence}", &[("evidence", e)]));
         }
         ui.add_space(4.0);
     }
     ui.add_space(6.0);
-    ui.label(RichText::new("Fixes, cheapest first").strong().size(16.0));
+    ui.label(
+        RichText::new(tr("Fixes, cheapest first"))
+            .strong()
+            .size(16.0),
+    );
     for f in &d.fixes {
         ui.horizontal_wrapped(|ui| {
-            ui.label(RichText::new(format!("[{}]", cost_title(f.cost))).weak());
+            ui.label(RichText::new(cost_title(f.cost)).weak());
             ui.label(&f.text);
         });
         if let Some(copy) = &f.copy {
             ui.horizontal(|ui| {
                 ui.code(copy);
-                if ui.button("Copy").clicked() {
+                if ui.button(tr("Copy")).clicked() {
                     ui.ctx().copy_text(copy.clone());
                 }
             });

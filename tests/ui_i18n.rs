@@ -1,0 +1,461 @@
+//! The two interface languages: every string the UI passes to `tr`/`trf` has a Chinese entry
+//! and no entry is stale (a scan of `src/ui/`), every Chinese character has a glyph in the
+//! shipped font subset, and the language switch works in the running app.
+
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use skrifa::MetadataProvider;
+use skrifa::instance::{LocationRef, Size};
+use skrifa::outline::DrawSettings;
+use skrifa::outline::pen::ControlBoundsPen;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use vram_doctor::telemetry::{Source, SourceState};
+use vram_doctor::ui::i18n::{self, Lang};
+use vram_doctor::ui::{CJK_FONT, Tab, VramDoctorApp};
+
+const REGENERATE: &str = "run `python3 tools/make_cjk_subset.py` (needs fonts-noto-cjk and fonttools, \
+see the README's Languages section) and commit assets/fonts/NotoSansCJKsc-subset.otf";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn zh_table() -> BTreeMap<String, String> {
+    toml::from_str(i18n::ZH_CN).expect("assets/i18n/zh-CN.toml parses as a string table")
+}
+
+fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            toml_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "toml") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every Chinese text of the doctor's knowledge (`zh` entries of any table), with where it is.
+fn doctor_zh_texts() -> Vec<(String, String)> {
+    fn walk(v: &toml::Value, at: &str, file: &str, out: &mut Vec<(String, String)>) {
+        match v {
+            toml::Value::Table(t) => {
+                for (k, v) in t {
+                    match (k.as_str(), v) {
+                        ("zh", toml::Value::String(s)) => {
+                            out.push((format!("{file} {at}.zh"), s.clone()))
+                        }
+                        _ => walk(v, &format!("{at}.{k}"), file, out),
+                    }
+                }
+            }
+            toml::Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    walk(v, &format!("{at}[{i}]"), file, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut files = Vec::new();
+    toml_files(&root().join("assets/doctor"), &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = f.strip_prefix(root()).unwrap().display().to_string();
+        let v: toml::Value = toml::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        walk(&v, "", &name, &mut out);
+    }
+    out
+}
+
+#[test]
+fn every_chinese_character_has_a_glyph_in_the_shipped_subset() {
+    let font = skrifa::FontRef::new(CJK_FONT).expect("the CJK subset parses as an OpenType font");
+    let charmap = font.charmap();
+    let mut texts: Vec<(String, String)> = zh_table()
+        .into_iter()
+        .map(|(k, v)| (format!("assets/i18n/zh-CN.toml \"{k}\""), v))
+        .collect();
+    let doctor = doctor_zh_texts();
+    assert!(
+        doctor.len() > 300,
+        "the doctor's knowledge has Chinese texts"
+    );
+    texts.extend(doctor);
+    for l in Lang::ALL {
+        texts.push((format!("the language switch's {l:?}"), l.endonym().into()));
+    }
+    let mut missing: BTreeMap<char, String> = BTreeMap::new();
+    for (at, text) in &texts {
+        for c in text.chars().filter(|c| !c.is_ascii()) {
+            if charmap.map(c).is_none() {
+                missing.entry(c).or_insert_with(|| at.clone());
+            }
+        }
+    }
+    let list: Vec<String> = missing
+        .iter()
+        .map(|(c, at)| format!("'{c}' (U+{:04X}, first in {at})", *c as u32))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} character(s) have no glyph in assets/fonts/NotoSansCJKsc-subset.otf: {}; {REGENERATE}",
+        missing.len(),
+        list.join(", ")
+    );
+}
+
+/// egui draws with skrifa: the subset's outlines (CFF) must come out as shapes, not empty boxes.
+#[test]
+fn the_subset_glyphs_have_outlines() {
+    let font = skrifa::FontRef::new(CJK_FONT).unwrap();
+    let outlines = font.outline_glyphs();
+    for c in "简体中文规划诊断".chars() {
+        let gid = font.charmap().map(c).expect("in the subset");
+        let glyph = outlines.get(gid).expect("an outline");
+        let mut pen = ControlBoundsPen::default();
+        glyph
+            .draw(
+                DrawSettings::unhinted(Size::unscaled(), LocationRef::default()),
+                &mut pen,
+            )
+            .unwrap();
+        let b = pen.bounding_box().expect("a non-empty outline");
+        assert!(
+            b.x_max - b.x_min > 100.0 && b.y_max - b.y_min > 100.0,
+            "{c}: {b:?}"
+        );
+    }
+}
+
+// ---- Source scan ---------------------------------------------------------------------------
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Str(String),
+    Ident(String),
+    Punct(char),
+}
+
+/// A Rust tokenizer just good enough for our sources: string literals (with escapes, `\` line
+/// continuations and raw strings), identifiers, punctuation; comments, char literals and
+/// lifetimes skipped.
+fn tokens(src: &str) -> Vec<Tok> {
+    let c: Vec<char> = src.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        match c[i] {
+            '/' if c.get(i + 1) == Some(&'/') => {
+                while i < c.len() && c[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if c.get(i + 1) == Some(&'*') => {
+                i += 2;
+                while i + 1 < c.len() && !(c[i] == '*' && c[i + 1] == '/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            'r' if matches!(c.get(i + 1), Some('"' | '#')) => {
+                let mut j = i + 1;
+                let mut hashes = 0;
+                while c.get(j) == Some(&'#') {
+                    hashes += 1;
+                    j += 1;
+                }
+                if c.get(j) != Some(&'"') {
+                    out.push(Tok::Ident("r".into()));
+                    i += 1;
+                    continue;
+                }
+                j += 1;
+                let start = j;
+                let close: String = std::iter::once('"')
+                    .chain(std::iter::repeat_n('#', hashes))
+                    .collect();
+                while j < c.len() && !c[j..].iter().collect::<String>().starts_with(&close) {
+                    j += 1;
+                }
+                out.push(Tok::Str(c[start..j].iter().collect()));
+                i = j + close.chars().count();
+            }
+            '"' => {
+                let mut s = String::new();
+                i += 1;
+                while i < c.len() && c[i] != '"' {
+                    if c[i] == '\\' {
+                        i += 1;
+                        match c.get(i) {
+                            Some('n') => s.push('\n'),
+                            Some('t') => s.push('\t'),
+                            Some('\n') => {
+                                while c.get(i + 1).is_some_and(|x| x.is_whitespace()) {
+                                    i += 1;
+                                }
+                            }
+                            Some(&x) => s.push(x),
+                            None => {}
+                        }
+                    } else {
+                        s.push(c[i]);
+                    }
+                    i += 1;
+                }
+                out.push(Tok::Str(s));
+                i += 1;
+            }
+            '\'' => {
+                // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
+                if c.get(i + 1) == Some(&'\\') {
+                    i += 2;
+                    while i < c.len() && c[i] != '\'' {
+                        i += 1;
+                    }
+                    i += 1;
+                } else if c.get(i + 2) == Some(&'\'') {
+                    i += 3;
+                } else {
+                    i += 1;
+                }
+            }
+            x if x.is_alphanumeric() || x == '_' => {
+                let start = i;
+                while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+                    i += 1;
+                }
+                out.push(Tok::Ident(c[start..i].iter().collect()));
+            }
+            x if x.is_whitespace() => i += 1,
+            x => {
+                out.push(Tok::Punct(x));
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The keys a file passes to the translation: every string literal inside `tr(…)` (so
+/// `tr(match x { A => "a", B => "b" })` counts both), and the template, the first literal, of
+/// `trf(…)`. Method calls (`.tr(`) and the functions' own definitions are not calls.
+fn keys_in(src: &str) -> Vec<String> {
+    let t = tokens(src);
+    let mut out = Vec::new();
+    for i in 0..t.len() {
+        let Tok::Ident(name) = &t[i] else { continue };
+        if !(name == "tr" || name == "trf") || t.get(i + 1) != Some(&Tok::Punct('(')) {
+            continue;
+        }
+        if i > 0 && (t[i - 1] == Tok::Punct('.') || t[i - 1] == Tok::Ident("fn".into())) {
+            continue;
+        }
+        let mut depth = 0;
+        for tok in &t[i + 1..] {
+            match tok {
+                Tok::Punct('(') => depth += 1,
+                Tok::Punct(')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Tok::Str(s) => {
+                    out.push(s.clone());
+                    if name == "trf" {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// (file, key) for every `tr`/`trf` key in `src/ui/`, except i18n.rs itself, whose examples and
+/// tests use keys on purpose.
+fn ui_keys() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/ui"), &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("i18n.rs")) {
+        let name = f.strip_prefix(root()).unwrap().display().to_string();
+        let src = std::fs::read_to_string(f).unwrap();
+        out.extend(keys_in(&src).into_iter().map(|k| (name.clone(), k)));
+    }
+    out
+}
+
+#[test]
+fn the_scanner_finds_calls_and_skips_the_rest() {
+    let src = r##"
+        // tr("in a comment")
+        let a = tr("plain");
+        let b = i18n::tr(match x { A => "one", B => "two" });
+        let c = trf("Saved {path}", &[("path", &p)]);
+        let d = x.tr("method");
+        fn tr(en: &'static str) -> &'static str { en }
+        let e = tr("multi \
+                    line");
+        let f = tr(r#"raw "quoted""#);
+        let g = tr("esc \"q\"");
+    "##;
+    assert_eq!(
+        keys_in(src),
+        [
+            "plain",
+            "one",
+            "two",
+            "Saved {path}",
+            "multi line",
+            "raw \"quoted\"",
+            "esc \"q\""
+        ]
+    );
+}
+
+#[test]
+fn every_ui_string_has_a_chinese_entry() {
+    let table = zh_table();
+    let keys = ui_keys();
+    assert!(keys.len() > 20, "the scan finds the UI's strings");
+    let missing: BTreeSet<String> = keys
+        .iter()
+        .filter(|(_, k)| !table.contains_key(k))
+        .map(|(f, k)| format!("{f}: {k:?}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} string(s) passed to tr/trf have no entry in assets/i18n/zh-CN.toml (add them, then \
+         regenerate the font subset with `python3 tools/make_cjk_subset.py`):\n{}",
+        missing.len(),
+        missing.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// A key no code uses any more is stale. Keys the UI passes indirectly (labels the domain
+/// layers return, translated with `tr(x.label())`) count as used when the literal occurs in
+/// any source file under `src/`.
+#[test]
+fn no_chinese_entry_is_stale() {
+    let used: BTreeSet<String> = ui_keys().into_iter().map(|(_, k)| k).collect();
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let literals: BTreeSet<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("i18n.rs"))
+        .flat_map(|f| tokens(&std::fs::read_to_string(f).unwrap()))
+        .filter_map(|t| match t {
+            Tok::Str(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let stale: Vec<String> = zh_table()
+        .into_keys()
+        .filter(|k| !used.contains(k) && !literals.contains(k))
+        .map(|k| format!("{k:?}"))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "{} entry(ies) in assets/i18n/zh-CN.toml are used nowhere in src/ (remove them):\n{}",
+        stale.len(),
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn translations_keep_the_placeholders() {
+    fn names(s: &str) -> BTreeSet<&str> {
+        s.split('{')
+            .skip(1)
+            .filter_map(|p| p.split_once('}').map(|(n, _)| n))
+            .collect()
+    }
+    for (en, zh) in zh_table() {
+        assert!(!zh.trim().is_empty(), "{en:?} has an empty translation");
+        assert_eq!(names(&en), names(&zh), "{en:?} → {zh:?}");
+    }
+}
+
+// ---- The switch in the running app ---------------------------------------------------------
+
+fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
+    Err(SourceState::NoGpu)
+}
+
+fn app(start: Option<Tab>) -> Harness<'static, VramDoctorApp> {
+    Harness::builder()
+        .with_size([1200.0, 800.0])
+        .build_eframe(move |cc| {
+            let mut app = VramDoctorApp::new(cc, start);
+            app.state.monitor.feed.detect = no_gpu;
+            app
+        })
+}
+
+/// Clicking 简体中文 turns the tabs and the doctor into Chinese, every tab draws (the harness
+/// fails on a glyph no font has), and clicking English turns it back.
+#[test]
+fn the_language_switch_turns_the_app_chinese_and_back() {
+    let mut h = app(Some(Tab::Doctor));
+    h.run();
+    assert_eq!(
+        h.state().state.lang,
+        Lang::English,
+        "tests start in English"
+    );
+    h.get_by_label("Read message");
+    h.get_by_label("简体中文").click();
+    h.run();
+    assert_eq!(h.state().state.lang, Lang::SimplifiedChinese);
+    for title in ["规划", "监控", "诊断", "目录"] {
+        h.get_by_label(title);
+    }
+    assert!(h.query_by_label("Planner").is_none());
+    // The doctor's own knowledge speaks Chinese too.
+    h.get_by_label("不带消息开始").click();
+    h.run();
+    h.get_by_label("哪里不对？");
+    for t in Tab::ALL {
+        h.get_by_label(t.title()).click();
+        h.run();
+        assert_eq!(h.state().state.tab, t);
+    }
+    h.get_by_label("English").click();
+    h.run();
+    assert_eq!(h.state().state.lang, Lang::English);
+    h.get_by_label("Planner").click();
+    h.run();
+    h.get_by_role_and_label(Role::Slider, "Batch size");
+}
+
+#[test]
+fn the_language_is_kept_between_sessions() {
+    let mut state = vram_doctor::ui::AppState {
+        lang: Lang::SimplifiedChinese,
+        ..Default::default()
+    };
+    let text = serde_json::to_string(&state).unwrap();
+    state = serde_json::from_str(&text).unwrap();
+    assert_eq!(state.lang, Lang::SimplifiedChinese);
+    // A state saved before the switch existed reads as English.
+    let old: vram_doctor::ui::AppState = serde_json::from_str(r#"{"tab":"Doctor"}"#).unwrap();
+    assert_eq!((old.lang, old.tab), (Lang::English, Tab::Doctor));
+}
