@@ -95,6 +95,8 @@ def main():
     sub.subset(font)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     tmp = OUT.with_suffix(".tmp")
+    # Keep the source's modification date, so the same texts give the same bytes (no diff).
+    font.recalcTimestamp = False
     font.save(tmp)
     tmp.replace(OUT)
     print(f"{OUT.relative_to(ROOT)}: {len(unicodes)} characters, "
