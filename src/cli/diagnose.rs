@@ -29,7 +29,7 @@ pub struct DiagnoseArgs {
     /// The system the error happened on (answers the wizard's "which system?").
     #[arg(long, value_enum)]
     pub os: Option<OsArg>,
-    /// Language of the texts.
+    /// Language of the texts: en, de or zh (assets/doctor/languages.toml).
     #[arg(long, default_value = "en")]
     pub lang: String,
     /// Print the result as JSON.
