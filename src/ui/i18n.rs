@@ -12,9 +12,11 @@
 //!   that every one has a translation and that the table holds no stale keys.
 //! - Text with numbers or names in it: `trf` with named placeholders, never `format!` around a
 //!   `tr`, because word order differs between languages.
-//! - Fixed labels the domain layers own (enum names such as a task, engine or strategy label):
-//!   the domain keeps returning its English `&'static str`, and the UI passes it through `tr`
-//!   (`tr(x.label())`); their English spellings are listed in the table like any literal.
+//! - Fixed labels the domain layers own (enum names such as a task, engine or strategy label,
+//!   the names of a breakdown's parts): the domain keeps returning its English text, and the UI
+//!   passes it through `tr` (`tr(x.label())`, `tr(&part.label)`); their English spellings are
+//!   listed in the table like any literal (the stale-key test finds them as literals anywhere in
+//!   `src/`).
 //! - The doctor's knowledge (`assets/doctor/`) carries its own languages, one per text; the UI
 //!   asks it for [`Lang::doctor_code`].
 //! - Sentences the domain layers build at run time (error messages naming a file, verdicts with
@@ -105,8 +107,9 @@ pub fn lang() -> Lang {
     CURRENT.with(Cell::get)
 }
 
-/// `en` in the current language.
-pub fn tr(en: &'static str) -> &'static str {
+/// `en` in the current language. Takes any `&str`, so labels the domain layers hand over as
+/// `String`s (a breakdown part's name) translate too: `tr(&part.label)`.
+pub fn tr(en: &str) -> &str {
     lang()
         .table()
         .and_then(|t| t.get(en))
@@ -116,7 +119,7 @@ pub fn tr(en: &'static str) -> &'static str {
 /// `template` in the current language with each `{name}` replaced by its value, for texts with
 /// numbers or names in them: `trf("Saved {path}", &[("path", &p.display())])`. The translation
 /// may move the placeholders wherever its grammar wants them.
-pub fn trf(template: &'static str, args: &[(&str, &dyn Display)]) -> String {
+pub fn trf(template: &str, args: &[(&str, &dyn Display)]) -> String {
     let mut out = tr(template).to_string();
     for (name, value) in args {
         out = out.replace(&format!("{{{name}}}"), &value.to_string());
