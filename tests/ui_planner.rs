@@ -506,3 +506,33 @@ fn a_diffusers_model_index_picks_its_diffusion_preset() {
     h.get_by_label_contains("FluxPipeline read from");
     h.get_by_label_contains("On NVIDIA GeForce RTX 4090");
 }
+
+#[test]
+fn fields_of_another_kind_open_on_that_kinds_model() {
+    let mut v = view(PathBuf::from("unused.toml"));
+    let fields = [("run.task", "game"), ("run.texture_quality", "high")]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+    v.open_fields(&fields).unwrap();
+    let w = &v.workload;
+    assert_eq!(w.run.task.map(|t| t.as_str()), Some("game"));
+    assert_eq!(w.run.texture_quality.as_deref(), Some("high"));
+    assert_eq!(w.gpu.preset.as_deref(), Some("rtx-4090"));
+    resolve_any(w, std::path::Path::new("."), None).expect("a game on a game title");
+
+    let before = v.workload.clone();
+    let bad = [("run.task", "diffusion"), ("run.widht", "1024")]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+    assert!(v.open_fields(&bad).is_err());
+    assert_eq!(v.workload, before, "a refused hand-over changes nothing");
+
+    let mut h = harness(v);
+    h.run();
+    h.get_by_label("LLM inference").click();
+    h.run();
+    assert_eq!(
+        h.state().workload.model.preset.as_deref(),
+        Some("llama-3.1-8b")
+    );
+}

@@ -64,11 +64,8 @@ impl eframe::App for VramDoctorApp {
             Tab::Doctor => {
                 s.doctor.ui(ui);
                 if let Some(fields) = s.doctor.open_in_planner.take() {
-                    match s.planner.workload.with_fields(&fields) {
-                        Ok(w) => {
-                            s.planner.workload = w;
-                            s.tab = Tab::Planner;
-                        }
+                    match s.planner.open_fields(&fields) {
+                        Ok(()) => s.tab = Tab::Planner,
                         Err(e) => s.doctor.planner_refused(e),
                     }
                 }

@@ -29,6 +29,7 @@ use crate::plan::{PlanResult, plan_any};
 use egui::Ui;
 pub use export::ExportView;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 pub use summary::verdict;
@@ -289,6 +290,30 @@ impl PlannerView {
             self.model_filter.clear();
         }
         self.workload.run.task = Some(task);
+    }
+
+    /// Opens workload fields handed over by another tab (the doctor's "Open in planner"):
+    /// a `run.task` of another kind switches to it first, as the kind selector does, so the
+    /// fields land on that kind's model; on error the planner is left as it was.
+    pub fn open_fields(&mut self, fields: &BTreeMap<String, String>) -> Result<(), String> {
+        let task = fields
+            .get("run.task")
+            .map(|t| t.parse::<Task>())
+            .transpose()?;
+        let kept = (self.workload.clone(), self.parked.clone());
+        if let Some(t) = task {
+            self.set_task(t);
+        }
+        match self.workload.with_fields(fields) {
+            Ok(w) => {
+                self.workload = w;
+                Ok(())
+            }
+            Err(e) => {
+                (self.workload, self.parked) = kept;
+                Err(e)
+            }
+        }
     }
 
     /// Plans with a preset chosen in the catalog tab (GPUs and LLM models so far).
