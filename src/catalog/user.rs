@@ -579,6 +579,19 @@ impl UserStore {
         store
     }
 
+    /// The file at `default_path`; without a config directory, an empty store that says why
+    /// and refuses to save.
+    pub fn open_default() -> Self {
+        match default_path() {
+            Ok(p) => UserStore::open(p),
+            Err(why) => UserStore {
+                notice: Some(why.clone()),
+                blocked: Some(why),
+                ..Default::default()
+            },
+        }
+    }
+
     /// Why saving is refused, if it is.
     pub fn blocked(&self) -> Option<&str> {
         self.blocked.as_deref()

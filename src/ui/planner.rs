@@ -159,6 +159,13 @@ impl PlannerView {
                 self.workload.model = Default::default();
                 self.workload.model.preset = Some(id);
             }
+            // The user's own presets come as the sections they stand for; the GPU count stays.
+            Pick::UserGpu(g) => {
+                let count = self.workload.gpu.count;
+                self.workload.gpu = g;
+                self.workload.gpu.count = count;
+            }
+            Pick::UserModel(m) => self.workload.model = m,
         }
     }
 
