@@ -23,6 +23,7 @@ use crate::atomic_write::write_atomic;
 use crate::memory::ModelArch;
 use crate::memory::arch::Mlp;
 use crate::memory::workload::{GpuSection, ModelSection};
+use crate::memory::{Task, WorkloadFile};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::Read;
@@ -526,6 +527,38 @@ pub fn read(path: &Path) -> Result<UserPresets, String> {
     match read_file(path) {
         Ok(p) => Ok(p.unwrap_or_default()),
         Err(ReadError::Io(e) | ReadError::Bad(e)) => Err(e),
+    }
+}
+
+/// The command line's `--gpu ID` / `--model ID` naming one of the user's presets: when `id`
+/// names no built-in preset but one of the user's (in the file at `path`), the section gets that
+/// preset's figures, as the catalog tab's "Plan" does. Built-ins win, and the file is read only
+/// then; anything else is left for the resolver to report. A `--model` id is looked up only for
+/// the LLM tasks (diffusion and game tasks name their own presets), and only when it is all the
+/// `[model]` section says, so no other model field is dropped.
+pub fn use_in_workload(f: &mut WorkloadFile, gpu: Option<&str>, model: Option<&str>, path: &Path) {
+    let key = |id: &str| id.trim().to_ascii_lowercase();
+    let gpu = gpu.filter(|id| !UserGpu::builtin(id));
+    let llm = matches!(f.run.task, None | Some(Task::Inference | Task::Training));
+    let model = model.filter(|id| {
+        let only_preset = ModelSection {
+            preset: Some(id.to_string()),
+            ..ModelSection::default()
+        };
+        llm && f.model == only_preset && !UserModel::builtin(id)
+    });
+    if gpu.is_none() && model.is_none() {
+        return;
+    }
+    let Ok(user) = read(path) else {
+        return;
+    };
+    if let Some(g) = gpu.and_then(|id| user.get::<UserGpu>(&key(id))) {
+        f.gpu.preset = None;
+        f.gpu.vram_gib.get_or_insert(g.vram_gib);
+    }
+    if let Some(m) = model.and_then(|id| user.get::<UserModel>(&key(id))) {
+        f.model = m.section();
     }
 }
 

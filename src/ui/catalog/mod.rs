@@ -138,8 +138,14 @@ impl CatalogView {
         if let Some(notice) = store.notice.clone() {
             let warn = ui.visuals().warn_fg_color;
             egui::Frame::group(ui.style()).show(ui, |ui| {
+                // Moved aside, or (when saving is off) left where it is.
+                let title = if store.blocked().is_some() {
+                    tr("Your presets cannot be saved")
+                } else {
+                    tr("Your presets file was set aside")
+                };
                 ui.horizontal_wrapped(|ui| {
-                    ui.colored_label(warn, tr("Your presets file was set aside"));
+                    ui.colored_label(warn, title);
                     if ui.button(tr("Dismiss")).clicked() {
                         store.notice = None;
                     }
