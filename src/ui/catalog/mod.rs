@@ -83,6 +83,7 @@ impl CatalogView {
     #[must_use]
     pub fn ui(&mut self, ui: &mut Ui) -> Option<Pick> {
         let mut action = None;
+        let shelf_before = self.shelf;
         egui::CentralPanel::default().show(ui, |ui| {
             ui.horizontal(|ui| {
                 ui.selectable_value(&mut self.shelf, Shelf::Gpus, tr("GPUs"));
@@ -103,6 +104,11 @@ impl CatalogView {
                     _ => {}
                 }
             });
+            if self.shelf != shelf_before {
+                // The form and the delete question belong to the shelf they were opened on.
+                self.form = None;
+                self.confirm = None;
+            }
             self.messages_ui(ui);
             if let Some(event) = self.form.as_mut().and_then(|f| f.ui(ui)) {
                 self.form_event(event);
