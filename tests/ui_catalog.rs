@@ -184,3 +184,39 @@ fn games_are_browsed_with_their_measurements() {
         .expect("a 4K measurement");
     assert!(h.query_by_label("Add GPU…").is_none());
 }
+
+#[test]
+fn a_failed_save_says_why_and_keeps_the_file_and_the_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let mut h = app(path.clone());
+    click(&mut h, "Add GPU…");
+    fill(&mut h, "Name", "First");
+    fill(&mut h, "Memory (GiB)", "8");
+    click(&mut h, "Save");
+    let before = std::fs::read(&path).unwrap();
+    // The temporary file's path taken by a directory: the atomic write fails (even for root).
+    std::fs::create_dir(vram_doctor::atomic_write::temp_path(&path).unwrap()).unwrap();
+    click(&mut h, "Add GPU…");
+    fill(&mut h, "Name", "Second");
+    fill(&mut h, "Memory (GiB)", "16");
+    click(&mut h, "Save");
+    h.get_by_label_contains("cannot write");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the old file is kept"
+    );
+    assert_eq!(
+        h.get_by_role_and_label(Role::TextInput, "Name")
+            .value()
+            .as_deref(),
+        Some("Second"),
+        "the form stays open with what was typed"
+    );
+    assert_eq!(
+        h.query_all_by_label("yours").count(),
+        1,
+        "only the saved GPU is listed"
+    );
+}

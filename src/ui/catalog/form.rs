@@ -37,6 +37,8 @@ pub struct Form {
     tied: bool,
     /// Messages by field name; a name no field has is shown under the form.
     errors: Vec<(&'static str, String)>,
+    /// Scroll the form into view when it is first shown (Edit on a row far down the list).
+    reveal: bool,
 }
 
 /// What the user did with the form this frame.
@@ -69,6 +71,7 @@ impl Form {
             mlp: Mlp::default(),
             tied: false,
             errors: Vec::new(),
+            reveal: true,
         }
     }
 
@@ -115,6 +118,7 @@ impl Form {
             mlp: m.map_or_else(Mlp::default, |m| m.mlp),
             tied: m.is_some_and(|m| m.tied_embeddings),
             errors: Vec::new(),
+            reveal: true,
         }
     }
 
@@ -155,12 +159,15 @@ impl Form {
         let mut event = None;
         let error_color = ui.visuals().error_fg_color;
         egui::Frame::group(ui.style()).show(ui, |ui| {
-            ui.heading(match (self.kind, self.editing.is_some()) {
+            let heading = ui.heading(match (self.kind, self.editing.is_some()) {
                 (FormKind::Gpu, false) => tr("New GPU"),
                 (FormKind::Gpu, true) => tr("Edit GPU"),
                 (FormKind::Model, false) => tr("New model"),
                 (FormKind::Model, true) => tr("Edit model"),
             });
+            if std::mem::take(&mut self.reveal) {
+                heading.scroll_to_me(Some(egui::Align::Min));
+            }
             egui::Grid::new("catalog_form")
                 .num_columns(2)
                 .spacing([12.0, 4.0])

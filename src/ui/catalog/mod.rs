@@ -71,11 +71,6 @@ impl CatalogView {
         self.user = Some(UserStore::open(path));
     }
 
-    /// The user's presets as last read or saved.
-    pub fn user_presets(&mut self) -> &UserPresets {
-        &self.store().presets
-    }
-
     fn store(&mut self) -> &mut UserStore {
         self.user.get_or_insert_with(UserStore::open_default)
     }
@@ -109,23 +104,9 @@ impl CatalogView {
                 self.form = None;
                 self.confirm = None;
             }
-            self.messages_ui(ui);
-            if let Some(event) = self.form.as_mut().and_then(|f| f.ui(ui)) {
-                self.form_event(event);
-            }
-            self.confirm_ui(ui);
-            ui.separator();
-            let needle = self.filter.to_lowercase();
-            let hit = |parts: &[&str]| {
-                needle.is_empty() || parts.join(" ").to_lowercase().contains(&needle)
-            };
-            let shelf = self.shelf;
-            let presets = &self.store().presets;
-            egui::ScrollArea::vertical().show(ui, |ui| match shelf {
-                Shelf::Gpus => shelves::gpus_ui(ui, presets, &hit, &mut action),
-                Shelf::Models => shelves::models_ui(ui, presets, &hit, &mut action),
-                Shelf::Games => shelves::games_ui(ui, &hit),
-            });
+            // One scroll area for the messages, the form and the list, so that a long form
+            // never pushes its Save button off a small window.
+            egui::ScrollArea::vertical().show(ui, |ui| self.body_ui(ui, &mut action));
         });
         match action? {
             Action::Pick(p) => return Some(p),
@@ -136,6 +117,25 @@ impl CatalogView {
             Action::AskDelete(kind, id) => self.confirm = Some((kind, id)),
         }
         None
+    }
+
+    fn body_ui(&mut self, ui: &mut Ui, action: &mut Option<Action>) {
+        self.messages_ui(ui);
+        if let Some(event) = self.form.as_mut().and_then(|f| f.ui(ui)) {
+            self.form_event(event);
+        }
+        self.confirm_ui(ui);
+        ui.separator();
+        let needle = self.filter.to_lowercase();
+        let hit =
+            |parts: &[&str]| needle.is_empty() || parts.join(" ").to_lowercase().contains(&needle);
+        let shelf = self.shelf;
+        let presets = &self.store().presets;
+        match shelf {
+            Shelf::Gpus => shelves::gpus_ui(ui, presets, &hit, action),
+            Shelf::Models => shelves::models_ui(ui, presets, &hit, action),
+            Shelf::Games => shelves::games_ui(ui, &hit),
+        }
     }
 
     /// The notice about the file found at start (set aside, unreadable), and the last outcome.
