@@ -92,3 +92,38 @@ fn a_bad_file_is_reported_and_left_alone() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("lab-card"));
 }
+
+/// A hand-edited file may reuse a built-in id: it still loads, and the built-in wins.
+#[test]
+fn a_builtin_id_in_the_users_file_loads_but_the_builtin_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    std::fs::write(
+        &path,
+        "[[gpu]]\nid = \"rtx-4090\"\nname = \"Mine\"\nvram_gib = 7\n",
+    )
+    .unwrap();
+    assert_eq!(user_gpus(&path), 1);
+    let o = run(
+        dir.path(),
+        &[
+            "plan",
+            "--gpu",
+            "rtx-4090",
+            "--model",
+            "llama-3.1-8b",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["capacity_bytes"], 25_769_803_776u64,
+        "the built-in's 24 GiB"
+    );
+    assert!(path.exists(), "the file is left as it was");
+}
+
+fn user_gpus(path: &Path) -> usize {
+    UserStore::open(path.to_path_buf()).presets.gpus.len()
+}
