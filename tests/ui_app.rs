@@ -17,6 +17,10 @@ fn app(start: Option<Tab>) -> Harness<'static, VramDoctorApp> {
         .build_eframe(move |cc| {
             let mut app = VramDoctorApp::new(cc, start);
             app.state.monitor.feed.detect = no_gpu;
+            // Never the real config directory: a file that does not exist (nothing is saved).
+            let none =
+                std::env::temp_dir().join(format!("vram-doctor-no-config-{}", std::process::id()));
+            app.state.catalog.use_file(none.join("user-presets.toml"));
             app
         })
 }

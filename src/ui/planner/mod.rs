@@ -332,6 +332,18 @@ impl PlannerView {
                     ..Default::default()
                 };
             }
+            // The user's own presets come as the sections they stand for; the GPU count stays.
+            Pick::UserGpu(g) => {
+                let count = self.workload.gpu.count;
+                self.workload.gpu = g;
+                self.workload.gpu.count = count;
+            }
+            Pick::UserModel(m) => {
+                if Family::of(self.workload.run.task) != Family::Llm {
+                    self.set_task(Task::Inference);
+                }
+                self.workload.model = m;
+            }
         }
     }
 
