@@ -536,3 +536,23 @@ fn fields_of_another_kind_open_on_that_kinds_model() {
         Some("llama-3.1-8b")
     );
 }
+
+#[test]
+fn the_saved_state_keeps_every_kind_and_older_states_still_load() {
+    let mut h = harness(view(PathBuf::from("unused.toml")));
+    h.run();
+    set_slider(&mut h, "Batch size", 8.0);
+    h.get_by_label("Diffusion").click();
+    h.run();
+    set_slider(&mut h, "Width", 1536.0);
+    let json = serde_json::to_string(h.state()).unwrap();
+    let back: PlannerView = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.workload, h.state().workload);
+    assert_eq!(back.parked, h.state().parked);
+
+    // A state saved before the kinds existed: only the workload.
+    let old = r#"{"workload":{"gpu":{"preset":"rtx-4090","vram_gib":null,"count":null},"model":{"preset":"llama-3.1-8b"},"run":{"batch":4}}}"#;
+    let old: PlannerView = serde_json::from_str(old).unwrap();
+    assert_eq!(old.workload.run.batch, Some(4));
+    assert_eq!(old.parked, Default::default());
+}
