@@ -314,6 +314,9 @@ fn diffusion_toggles_write_the_workload() {
         h.state().workload.run.vram_mode.map(|m| m.as_str()),
         Some("lowvram")
     );
+    // The export section follows the kind: ComfyUI's launch line, with the chosen mode.
+    h.get_by_label_contains("python main.py");
+    h.get_by_label_contains("--lowvram");
     h.get_by_role_and_label(Role::ComboBox, "Engine").click();
     h.run();
     h.get_by_label("diffusers").click();
