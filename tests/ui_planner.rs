@@ -314,6 +314,9 @@ fn diffusion_toggles_write_the_workload() {
         h.state().workload.run.vram_mode.map(|m| m.as_str()),
         Some("lowvram")
     );
+    // The export section follows the kind: ComfyUI's launch line, with the chosen mode.
+    h.get_by_label_contains("python main.py");
+    h.get_by_label_contains("--lowvram");
     h.get_by_role_and_label(Role::ComboBox, "Engine").click();
     h.run();
     h.get_by_label("diffusers").click();
@@ -535,4 +538,24 @@ fn fields_of_another_kind_open_on_that_kinds_model() {
         h.state().workload.model.preset.as_deref(),
         Some("llama-3.1-8b")
     );
+}
+
+#[test]
+fn the_saved_state_keeps_every_kind_and_older_states_still_load() {
+    let mut h = harness(view(PathBuf::from("unused.toml")));
+    h.run();
+    set_slider(&mut h, "Batch size", 8.0);
+    h.get_by_label("Diffusion").click();
+    h.run();
+    set_slider(&mut h, "Width", 1536.0);
+    let json = serde_json::to_string(h.state()).unwrap();
+    let back: PlannerView = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.workload, h.state().workload);
+    assert_eq!(back.parked, h.state().parked);
+
+    // A state saved before the kinds existed: only the workload.
+    let old = r#"{"workload":{"gpu":{"preset":"rtx-4090","vram_gib":null,"count":null},"model":{"preset":"llama-3.1-8b"},"run":{"batch":4}}}"#;
+    let old: PlannerView = serde_json::from_str(old).unwrap();
+    assert_eq!(old.workload.run.batch, Some(4));
+    assert_eq!(old.parked, Default::default());
 }

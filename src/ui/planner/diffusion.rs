@@ -105,7 +105,7 @@ pub fn inputs_ui(
         }
     }
 
-    ui.heading(tr("Engine"));
+    ui.heading(tr("Engine settings"));
     if let Some(v) = pick(ui, tr("Engine"), &ENGINES, r.engine) {
         f.engine = Some(v);
     }

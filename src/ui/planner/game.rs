@@ -31,7 +31,7 @@ pub fn inputs_ui(
     cap_gib: f64,
 ) {
     let cat = GameCatalog::get();
-    ui.heading(tr("Game"));
+    ui.heading(tr("Game title"));
     let current = w.model.preset.as_deref().and_then(|p| cat.game(p).ok());
     let generic = tr("Any game (generic model)");
     let text = current.map_or_else(|| generic.to_string(), |g| g.name.clone());

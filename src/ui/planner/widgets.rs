@@ -38,7 +38,7 @@ pub fn search_pick<'a>(
         .show_ui(ui, |ui| {
             ui.add(
                 egui::TextEdit::singleline(filter)
-                    .hint_text(trf("Search {what}", &[("what", &label)])),
+                    .hint_text(trf("Search {what}", &[("what", &label.to_lowercase())])),
             );
             let needle = filter.to_lowercase();
             for (id, text) in items {
@@ -53,8 +53,8 @@ pub fn search_pick<'a>(
     picked
 }
 
-/// A slider over a count of the workload (batch, tokens, rank, pixels …) moving in `step`;
-/// `Some` with the new value when the user moved it, ready for the file's integer field.
+/// A slider over a count of the workload (batch, tokens, rank …); `Some` with the new value
+/// when the user moved it, ready for the file's integer field.
 pub fn count_slider(
     ui: &mut Ui,
     label: &str,
@@ -65,7 +65,7 @@ pub fn count_slider(
     stepped_slider(ui, label, value, range, 1, logarithmic)
 }
 
-/// `count_slider` moving in multiples of `step`.
+/// `count_slider` moving in steps of `step` from the start of `range` (image sides, frames).
 pub fn stepped_slider(
     ui: &mut Ui,
     label: &str,
