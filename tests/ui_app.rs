@@ -194,3 +194,33 @@ fn a_doctor_fix_opens_in_the_planner_with_its_settings() {
     )
     .expect("the opened workload resolves");
 }
+
+#[test]
+fn games_and_image_models_open_in_the_planner_as_their_kind() {
+    use vram_doctor::memory::Task;
+    for (shelf, search, task) in [
+        ("Games", "hogwarts", Task::Game),
+        ("Image models", "flux", Task::Diffusion),
+    ] {
+        let mut h = app(Some(Tab::Catalog));
+        h.run();
+        h.get_by_label(shelf).click();
+        h.run();
+        h.get_by_role(Role::TextInput).focus();
+        h.run();
+        h.get_by_role(Role::TextInput).type_text(search);
+        h.run();
+        h.get_all_by_label("Plan")
+            .next()
+            .expect("a Plan button on the shelf")
+            .click();
+        h.run();
+        let s = &h.state().state;
+        assert_eq!(s.tab, Tab::Planner);
+        assert_eq!(s.planner.workload.run.task, Some(task), "{shelf}");
+        let preset = s.planner.workload.model.preset.clone().unwrap();
+        assert!(preset.contains(search), "{shelf}: {preset}");
+        vram_doctor::memory::any::resolve_any(&s.planner.workload, std::path::Path::new("."), None)
+            .expect("the picked preset plans");
+    }
+}

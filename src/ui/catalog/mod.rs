@@ -1,4 +1,4 @@
-//! Catalog tab: browse the built-in GPUs, models and games; add, edit and delete the user's own
+//! Catalog tab: browse the built-in GPUs, models, image models and games; add, edit and delete the user's own
 //! GPUs and models (`catalog::user`, kept in `user-presets.toml`); send one to the planner.
 //!
 //! A user preset goes to the planner as its figures written into the workload (see
@@ -21,6 +21,8 @@ pub enum Shelf {
     #[default]
     Gpus,
     Models,
+    /// Image and video models (`presets/diffusion.toml`).
+    Diffusion,
     Games,
 }
 
@@ -35,6 +37,10 @@ pub enum Pick {
     UserGpu(GpuSection),
     /// One of the user's models, as the workload's `[model]` it stands for.
     UserModel(ModelSection),
+    /// A built-in image or video model, by id.
+    Diffusion(String),
+    /// A built-in game, by id.
+    Game(String),
 }
 
 /// What a row's buttons asked for.
@@ -83,6 +89,7 @@ impl CatalogView {
             ui.horizontal(|ui| {
                 ui.selectable_value(&mut self.shelf, Shelf::Gpus, tr("GPUs"));
                 ui.selectable_value(&mut self.shelf, Shelf::Models, tr("Models"));
+                ui.selectable_value(&mut self.shelf, Shelf::Diffusion, tr("Image models"));
                 ui.selectable_value(&mut self.shelf, Shelf::Games, tr("Games"));
                 ui.separator();
                 let search = ui.label(tr("Search"));
@@ -134,7 +141,8 @@ impl CatalogView {
         match shelf {
             Shelf::Gpus => shelves::gpus_ui(ui, presets, &hit, action),
             Shelf::Models => shelves::models_ui(ui, presets, &hit, action),
-            Shelf::Games => shelves::games_ui(ui, &hit),
+            Shelf::Diffusion => shelves::diffusion_ui(ui, &hit, action),
+            Shelf::Games => shelves::games_ui(ui, &hit, action),
         }
     }
 

@@ -5,6 +5,7 @@ use super::form::{Form, FormKind};
 use super::{Action, Pick};
 use crate::catalog::Catalog;
 use crate::catalog::user::{UserGpu, UserModel, UserPresets};
+use crate::memory::diffusion::catalog::DiffusionCatalog;
 use crate::memory::game::catalog::GameCatalog;
 use crate::ui::i18n::{tr, trf};
 use egui::Ui;
@@ -155,9 +156,27 @@ pub(super) fn models_ui(ui: &mut Ui, user: &UserPresets, hit: Hit, action: &mut 
     });
 }
 
-/// Games are browsed only: the planner plans LLM workloads so far.
-pub(super) fn games_ui(ui: &mut Ui, hit: Hit) {
-    let headers = ["Game", "Engine", "Measured VRAM"];
+/// Image and video models, with what sets their memory: size and native resolution.
+pub(super) fn diffusion_ui(ui: &mut Ui, hit: Hit, action: &mut Option<Action>) {
+    let headers = ["Model", "Parameters", "Native size", "Text encoders", ""];
+    grid(ui, "catalog_diffusion", &headers, |ui| {
+        let models = DiffusionCatalog::get().models.iter();
+        for m in models.filter(|m| hit(&[&m.id, &m.name])) {
+            ui.label(&m.name);
+            ui.label(format!("{:.2} B", m.params / 1e9));
+            ui.label(format!("{}×{}", m.native_width, m.native_height));
+            ui.label(m.text_encoders.join(", "));
+            if plan_button(ui, &m.name) {
+                *action = Some(Action::Pick(Pick::Diffusion(m.id.clone())));
+            }
+            ui.end_row();
+        }
+    });
+}
+
+/// Games, with the measurements their presets are built on.
+pub(super) fn games_ui(ui: &mut Ui, hit: Hit, action: &mut Option<Action>) {
+    let headers = ["Game", "Engine", "Measured VRAM", ""];
     grid(ui, "catalog_games", &headers, |ui| {
         for g in GameCatalog::get()
             .games
@@ -188,6 +207,9 @@ pub(super) fn games_ui(ui: &mut Ui, hit: Hit) {
                 .collect();
             let sources: Vec<&str> = g.measured.iter().map(|m| m.source.as_str()).collect();
             ui.label(seen.join("; ")).on_hover_text(sources.join("\n"));
+            if plan_button(ui, &g.name) {
+                *action = Some(Action::Pick(Pick::Game(g.id.clone())));
+            }
             ui.end_row();
         }
     });

@@ -144,22 +144,26 @@ impl PlannerView {
         }
     }
 
-    /// Plans with a preset chosen in the catalog tab (GPUs and LLM models so far).
+    /// Plans with the preset `id` of `task`'s kind, switching to that kind when another one
+    /// is shown (an LLM model keeps training as training).
+    fn take_preset(&mut self, task: Task, id: String) {
+        if Family::of(self.workload.run.task) != Family::of(Some(task)) {
+            self.set_task(task);
+        }
+        self.workload.model = ModelSection {
+            preset: Some(id),
+            ..Default::default()
+        };
+    }
+
+    /// Plans with a preset chosen in the catalog tab; a model of another kind switches to it.
     pub fn take(&mut self, pick: Pick) {
         match pick {
             Pick::Gpu(id) => {
                 self.workload.gpu.preset = Some(id);
                 self.workload.gpu.vram_gib = None;
             }
-            Pick::Model(id) => {
-                if Family::of(self.workload.run.task) != Family::Llm {
-                    self.set_task(Task::Inference);
-                }
-                self.workload.model = ModelSection {
-                    preset: Some(id),
-                    ..Default::default()
-                };
-            }
+            Pick::Model(id) => self.take_preset(Task::Inference, id),
             // The user's own presets come as the sections they stand for; the GPU count stays.
             Pick::UserGpu(g) => {
                 let count = self.workload.gpu.count;
@@ -172,6 +176,8 @@ impl PlannerView {
                 }
                 self.workload.model = m;
             }
+            Pick::Diffusion(id) => self.take_preset(Task::Diffusion, id),
+            Pick::Game(id) => self.take_preset(Task::Game, id),
         }
     }
 }
