@@ -298,3 +298,24 @@ fn this_machines_cards_come_first_in_the_gpu_picker_with_their_real_size() {
     let total = gpu.vram_gib.expect("the driver's size");
     assert!((total - 23.99).abs() < 0.01, "{total}");
 }
+
+#[test]
+fn the_tabs_can_be_reached_and_opened_with_the_keyboard() {
+    let mut h = app(Some(Tab::Planner));
+    h.run();
+    // Tab moves the focus from widget to widget, starting at the top bar.
+    for _ in 0..10 {
+        h.key_press(egui::Key::Tab);
+        h.run();
+        if h.get_by_label("Doctor").is_focused() {
+            break;
+        }
+    }
+    assert!(
+        h.get_by_label("Doctor").is_focused(),
+        "Tab reaches the Doctor tab"
+    );
+    h.key_press(egui::Key::Enter);
+    h.run();
+    assert_eq!(h.state().state.tab, Tab::Doctor);
+}
