@@ -380,6 +380,65 @@ fn no_chinese_entry_is_stale() {
     );
 }
 
+/// Labels the estimators give a breakdown's parts: the second literal of `.add("id", "Label", …)`
+/// and of `=> ("id", "Label")` match arms, outside test modules, in `src/memory/` and `src/plan/`.
+fn breakdown_labels() -> BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/memory"), &mut files);
+    rust_files(&root().join("src/plan"), &mut files);
+    let mut out = BTreeSet::new();
+    for f in files {
+        let src = std::fs::read_to_string(&f).unwrap();
+        let code = src.split("#[cfg(test)]").next().unwrap_or_default();
+        let t = tokens(code);
+        for w in t.windows(6) {
+            let opener = matches!(&w[0], Tok::Ident(n) if n == "add") && w[1] == Tok::Punct('(')
+                || w[0] == Tok::Punct('>') && w[1] == Tok::Punct('(');
+            if let (true, Tok::Str(_), Tok::Punct(','), Tok::Str(label)) =
+                (opener, &w[2], &w[3], &w[4])
+            {
+                out.insert(label.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The planner's legend shows each part through `tr(&part.label)`, so every label the
+/// estimators use needs an entry, found both in the sources and by estimating the examples.
+#[test]
+fn every_breakdown_part_has_a_chinese_name() {
+    use vram_doctor::memory::any::{estimate_any, resolve_any};
+    use vram_doctor::memory::workload::WorkloadFile;
+    let table = zh_table();
+    let mut labels = breakdown_labels();
+    assert!(
+        labels.contains("Model weights"),
+        "the scan finds the labels"
+    );
+    let mut examples = 0;
+    for e in std::fs::read_dir(root().join("examples")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let file = WorkloadFile::load(&p).unwrap();
+            let w = resolve_any(&file, &root(), None).unwrap();
+            labels.extend(estimate_any(&w).components.into_iter().map(|c| c.label));
+            examples += 1;
+        }
+    }
+    assert!(examples >= 3, "the examples are estimated");
+    let missing: Vec<String> = labels
+        .iter()
+        .filter(|l| !table.contains_key(*l))
+        .map(|l| format!("{l:?}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "breakdown part(s) without an entry in assets/i18n/zh-CN.toml: {}",
+        missing.join(", ")
+    );
+}
+
 #[test]
 fn translations_keep_the_placeholders() {
     fn names(s: &str) -> BTreeSet<&str> {

@@ -4,6 +4,7 @@
 mod gpus;
 mod models;
 mod suggest;
+pub mod user;
 
 pub use gpus::{Gpu, GpuKind, Vendor};
 pub use models::ModelPreset;

@@ -4,6 +4,7 @@
 use super::Tab;
 use super::catalog::CatalogView;
 use super::doctor::DoctorView;
+use super::gpu_picker::GpuPicker;
 use super::i18n::{self, Lang, tr};
 use super::monitor::MonitorView;
 use super::planner::PlannerView;
@@ -25,6 +26,8 @@ pub struct AppState {
 
 pub struct VramDoctorApp {
     pub state: AppState,
+    /// The top bar's GPU picker; what it picks is the planner's `[gpu]`, saved with the planner.
+    gpu_picker: GpuPicker,
 }
 
 impl VramDoctorApp {
@@ -53,7 +56,10 @@ impl VramDoctorApp {
         if let Some(t) = start_tab {
             state.tab = t;
         }
-        VramDoctorApp { state }
+        VramDoctorApp {
+            state,
+            gpu_picker: GpuPicker::default(),
+        }
     }
 }
 
@@ -61,6 +67,8 @@ impl eframe::App for VramDoctorApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let s = &mut self.state;
         i18n::set_lang(s.lang);
+        // The machine's cards are read once, with the monitor's source finder.
+        self.gpu_picker.start(ui.ctx(), s.monitor.feed.detect);
         egui::Panel::top("top_bar").show(ui, |ui| {
             ui.horizontal(|ui| {
                 ui.strong("VRAM Doctor");
@@ -68,6 +76,8 @@ impl eframe::App for VramDoctorApp {
                 for t in Tab::ALL {
                     ui.selectable_value(&mut s.tab, t, t.title());
                 }
+                ui.separator();
+                self.gpu_picker.ui(ui, &mut s.planner.workload.gpu);
                 ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                     theme_ui(ui);
                     ui.separator();
@@ -87,11 +97,8 @@ impl eframe::App for VramDoctorApp {
             Tab::Doctor => {
                 s.doctor.ui(ui);
                 if let Some(fields) = s.doctor.open_in_planner.take() {
-                    match s.planner.workload.with_fields(&fields) {
-                        Ok(w) => {
-                            s.planner.workload = w;
-                            s.tab = Tab::Planner;
-                        }
+                    match s.planner.open_fields(&fields) {
+                        Ok(()) => s.tab = Tab::Planner,
                         Err(e) => s.doctor.planner_refused(e),
                     }
                 }
