@@ -439,6 +439,78 @@ fn every_breakdown_part_has_a_chinese_name() {
     );
 }
 
+/// The planner shows a plan's changes through `tr_template(Strategy::template())`: every
+/// strategy's template needs an entry.
+#[test]
+fn every_strategy_template_has_a_chinese_entry() {
+    use vram_doctor::memory::dtype::KvDtype;
+    use vram_doctor::memory::options::{Checkpointing, Method, Offload};
+    use vram_doctor::plan::Strategy;
+    let mut all = vec![
+        Strategy::Weights {
+            format: "int4".into(),
+        },
+        Strategy::KvCache {
+            dtype: KvDtype::Q8_0,
+        },
+        Strategy::FlashAttention,
+        Strategy::MicroBatch {
+            batch: 1,
+            grad_accum: 8,
+        },
+        Strategy::Batch { batch: 1 },
+        Strategy::PureBf16,
+        Strategy::Optimizer8bit,
+        Strategy::Zero { stage: 3 },
+        Strategy::Context { seq: 4096 },
+        Strategy::ChunkedLoss,
+    ];
+    all.extend(
+        Checkpointing::ALL
+            .iter()
+            .map(|&mode| Strategy::Checkpointing { mode }),
+    );
+    all.extend(
+        Method::ALL
+            .iter()
+            .map(|&method| Strategy::Method { method }),
+    );
+    all.extend(
+        Offload::ALL
+            .iter()
+            .map(|&offload| Strategy::Offload { offload }),
+    );
+    let table = zh_table();
+    for s in &all {
+        // A new kind of strategy fails to compile here until it is added to the list above.
+        match s {
+            Strategy::Weights { .. }
+            | Strategy::KvCache { .. }
+            | Strategy::FlashAttention
+            | Strategy::Checkpointing { .. }
+            | Strategy::MicroBatch { .. }
+            | Strategy::Batch { .. }
+            | Strategy::Method { .. }
+            | Strategy::PureBf16
+            | Strategy::Optimizer8bit
+            | Strategy::Zero { .. }
+            | Strategy::Offload { .. }
+            | Strategy::Context { .. }
+            | Strategy::ChunkedLoss => {}
+        }
+        let (template, values) = s.template();
+        assert!(
+            table.contains_key(template),
+            "no entry in assets/i18n/zh-CN.toml for the strategy template {template:?}"
+        );
+        i18n::set_lang(Lang::SimplifiedChinese);
+        let zh = i18n::tr_template(template, &values);
+        i18n::set_lang(Lang::English);
+        assert!(!zh.contains('{'), "{zh}: a placeholder left unfilled");
+        assert_eq!(i18n::tr_template(template, &values), s.describe());
+    }
+}
+
 #[test]
 fn translations_keep_the_placeholders() {
     fn names(s: &str) -> BTreeSet<&str> {

@@ -154,22 +154,51 @@ impl Strategy {
 
     /// One line for people.
     pub fn describe(&self) -> String {
+        let (template, values) = self.template();
+        values
+            .iter()
+            .fold(template.to_string(), |s, (name, value)| {
+                s.replace(&format!("{{{name}}}"), value)
+            })
+    }
+
+    /// [`Self::describe`] as a template with `{name}` placeholders and their values, so a front
+    /// end can translate the template and keep the figures (the GUI's `ui::i18n::trf`).
+    pub fn template(&self) -> (&'static str, Vec<(&'static str, String)>) {
         match self {
-            Strategy::Weights { format } => format!("weights in {format}"),
-            Strategy::KvCache { dtype } => format!("KV cache in {dtype:?}").to_lowercase(),
-            Strategy::FlashAttention => "flash attention (no s×s score matrix)".into(),
-            Strategy::Checkpointing { mode } => format!("{mode} activation checkpointing"),
-            Strategy::MicroBatch { batch, grad_accum } => {
-                format!("micro-batch {batch} × {grad_accum} gradient-accumulation steps")
+            Strategy::Weights { format } => {
+                ("weights in {format}", vec![("format", format.clone())])
             }
-            Strategy::Batch { batch } => format!("batch {batch}"),
-            Strategy::Method { method } => format!("{method} instead of full fine-tuning"),
-            Strategy::PureBf16 => "pure bf16 training (no fp32 master weights)".into(),
-            Strategy::Optimizer8bit => "8-bit AdamW (bitsandbytes)".into(),
-            Strategy::Zero { stage } => format!("ZeRO stage {stage}"),
-            Strategy::Offload { offload } => format!("offload {offload} to CPU RAM"),
-            Strategy::Context { seq } => format!("context {seq} tokens"),
-            Strategy::ChunkedLoss => "chunked cross-entropy (no full fp32 logits)".into(),
+            Strategy::KvCache { dtype } => (
+                "kv cache in {dtype}",
+                vec![("dtype", format!("{dtype:?}").to_lowercase())],
+            ),
+            Strategy::FlashAttention => ("flash attention (no s×s score matrix)", vec![]),
+            Strategy::Checkpointing { mode } => (
+                "{mode} activation checkpointing",
+                vec![("mode", mode.to_string())],
+            ),
+            Strategy::MicroBatch { batch, grad_accum } => (
+                "micro-batch {batch} × {grad_accum} gradient-accumulation steps",
+                vec![
+                    ("batch", batch.to_string()),
+                    ("grad_accum", grad_accum.to_string()),
+                ],
+            ),
+            Strategy::Batch { batch } => ("batch {batch}", vec![("batch", batch.to_string())]),
+            Strategy::Method { method } => (
+                "{method} instead of full fine-tuning",
+                vec![("method", method.to_string())],
+            ),
+            Strategy::PureBf16 => ("pure bf16 training (no fp32 master weights)", vec![]),
+            Strategy::Optimizer8bit => ("8-bit AdamW (bitsandbytes)", vec![]),
+            Strategy::Zero { stage } => ("ZeRO stage {stage}", vec![("stage", stage.to_string())]),
+            Strategy::Offload { offload } => (
+                "offload {offload} to CPU RAM",
+                vec![("offload", offload.to_string())],
+            ),
+            Strategy::Context { seq } => ("context {seq} tokens", vec![("seq", seq.to_string())]),
+            Strategy::ChunkedLoss => ("chunked cross-entropy (no full fp32 logits)", vec![]),
         }
     }
 }
@@ -299,4 +328,32 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
     groups.push(ctx);
     groups.retain(|g| !g.is_empty());
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_fills_the_template() {
+        let kv = Strategy::KvCache {
+            dtype: KvDtype::Q8_0,
+        };
+        assert_eq!(kv.describe(), "kv cache in q8_0");
+        let mb = Strategy::MicroBatch {
+            batch: 2,
+            grad_accum: 8,
+        };
+        assert_eq!(
+            mb.describe(),
+            "micro-batch 2 × 8 gradient-accumulation steps"
+        );
+        let (template, values) = mb.template();
+        assert!(template.contains("{batch}") && template.contains("{grad_accum}"));
+        assert_eq!(values.len(), 2);
+        assert_eq!(
+            Strategy::FlashAttention.describe(),
+            "flash attention (no s×s score matrix)"
+        );
+    }
 }

@@ -127,6 +127,16 @@ pub fn trf(template: &str, args: &[(&str, &dyn Display)]) -> String {
     out
 }
 
+/// A template and its values as a domain layer hands them over (`Strategy::template`), in the
+/// current language.
+pub fn tr_template(template: &str, values: &[(&str, String)]) -> String {
+    let args: Vec<(&str, &dyn Display)> = values
+        .iter()
+        .map(|(name, value)| (*name, value as &dyn Display))
+        .collect();
+    trf(template, &args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
