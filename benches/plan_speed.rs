@@ -5,6 +5,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::Path;
+use vram_doctor::memory::any::resolve_any;
 use vram_doctor::memory::{self, Workload, WorkloadFile};
 use vram_doctor::plan;
 
@@ -41,6 +42,32 @@ fn bench(c: &mut Criterion) {
         });
         c.bench_function(&format!("plan/{name}"), |b| {
             b.iter(|| plan::plan(black_box(&w)))
+        });
+    }
+    // What the planner tab recomputes while a slider moves: resolve + plan_any, the path of
+    // `vram-doctor plan`, for the diffusion and game kinds (the heaviest diffusion case: a
+    // diffusers run that fits nowhere, so every strategy combination is tried).
+    let any_cases = [
+        (
+            "diffusion_needs_plan",
+            "[gpu]\npreset = \"rtx-4060-8gb\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\n",
+        ),
+        (
+            "diffusion_fits_nowhere",
+            "[gpu]\npreset = \"rtx-4060-8gb\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"diffusers\"\nwidth = 2048\nheight = 2048\nbatch = 4\n",
+        ),
+        (
+            "game_over_budget",
+            "[gpu]\npreset = \"rtx-4060-8gb\"\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"4k\"\nray_tracing = true\n",
+        ),
+    ];
+    for (name, text) in any_cases {
+        let f = WorkloadFile::parse(text, "bench").unwrap();
+        c.bench_function(&format!("plan_any/{name}"), |b| {
+            b.iter(|| {
+                let w = resolve_any(black_box(&f), Path::new("."), None).unwrap();
+                plan::plan_any(&w)
+            })
         });
     }
 }

@@ -5,6 +5,7 @@
 //! plain data out.
 
 pub mod accuracy;
+pub mod atomic_write;
 pub mod catalog;
 pub mod cli;
 pub mod doctor;

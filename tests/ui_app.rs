@@ -17,6 +17,10 @@ fn app(start: Option<Tab>) -> Harness<'static, VramDoctorApp> {
         .build_eframe(move |cc| {
             let mut app = VramDoctorApp::new(cc, start);
             app.state.monitor.feed.detect = no_gpu;
+            // Never the real config directory: a file that does not exist (nothing is saved).
+            let none =
+                std::env::temp_dir().join(format!("vram-doctor-no-config-{}", std::process::id()));
+            app.state.catalog.use_file(none.join("user-presets.toml"));
             app
         })
 }
@@ -119,4 +123,104 @@ fn a_catalog_pick_opens_in_the_planner() {
         .clone()
         .unwrap();
     assert!(picked.starts_with("qwen"), "{picked}");
+}
+
+#[test]
+fn a_doctor_fix_opens_in_the_planner_with_its_settings() {
+    let mut h = app(Some(Tab::Doctor));
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
+         total capacity of 23.65 GiB of which 1.05 GiB is free. Including non-PyTorch memory, \
+         this process has 22.58 GiB memory in use. Of the allocated memory 20.10 GiB is \
+         allocated by PyTorch, and 1.90 GiB is reserved by PyTorch but unallocated.",
+    );
+    h.run();
+    h.get_by_label("Read message").click();
+    h.run();
+    // Answer the wizard's questions (first option) until a fix with a planner link shows.
+    let kb = vram_doctor::doctor::Knowledge::get();
+    for _ in 0..20 {
+        if h.query_all_by_label("Open in planner").next().is_some() {
+            break;
+        }
+        let w = h
+            .state()
+            .state
+            .doctor
+            .wizard
+            .clone()
+            .expect("the wizard started");
+        let Ok(vram_doctor::doctor::View::Question { options, .. }) = w.view(kb, "en") else {
+            break;
+        };
+        h.get_by_label(&options[0]).click();
+        h.run();
+    }
+    let before = h.state().state.planner.workload.clone();
+    assert_eq!(before.gpu.vram_gib, None);
+    // The fixes sit below the fold of the scrolled result, as a user would find them.
+    h.get_all_by_label("Open in planner")
+        .next()
+        .expect("a fix with a planner link")
+        .scroll_to_me();
+    h.run();
+    h.get_all_by_label("Open in planner")
+        .next()
+        .unwrap()
+        .click();
+    h.run();
+    if let Some(n) = h.query_by_label_contains("Cannot open this fix") {
+        panic!("{n:?}");
+    }
+    let s = &h.state().state;
+    assert_eq!(s.tab, Tab::Planner);
+    // The card's size comes from the message; the fix changes at least one run setting.
+    assert_eq!(
+        s.planner.workload.gpu.vram_gib,
+        Some(23.65),
+        "{:?}",
+        s.planner.workload
+    );
+    assert_ne!(s.planner.workload.run, before.run);
+    assert_eq!(s.planner.workload.model, before.model);
+    // …and the planner can estimate what it was handed.
+    vram_doctor::memory::any::resolve_any(
+        &s.planner.workload,
+        std::path::Path::new("."),
+        Some(vram_doctor::import::load_model),
+    )
+    .expect("the opened workload resolves");
+}
+
+#[test]
+fn games_and_image_models_open_in_the_planner_as_their_kind() {
+    use vram_doctor::memory::Task;
+    for (shelf, search, task) in [
+        ("Games", "hogwarts", Task::Game),
+        ("Image models", "flux", Task::Diffusion),
+    ] {
+        let mut h = app(Some(Tab::Catalog));
+        h.run();
+        h.get_by_label(shelf).click();
+        h.run();
+        h.get_by_role(Role::TextInput).focus();
+        h.run();
+        h.get_by_role(Role::TextInput).type_text(search);
+        h.run();
+        h.get_all_by_label("Plan")
+            .next()
+            .expect("a Plan button on the shelf")
+            .click();
+        h.run();
+        let s = &h.state().state;
+        assert_eq!(s.tab, Tab::Planner);
+        assert_eq!(s.planner.workload.run.task, Some(task), "{shelf}");
+        let preset = s.planner.workload.model.preset.clone().unwrap();
+        assert!(preset.contains(search), "{shelf}: {preset}");
+        vram_doctor::memory::any::resolve_any(&s.planner.workload, std::path::Path::new("."), None)
+            .expect("the picked preset plans");
+    }
 }

@@ -4,6 +4,10 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 use std::path::PathBuf;
+use vram_doctor::export::{ExportKind, render};
+use vram_doctor::memory::WorkloadFile;
+use vram_doctor::memory::any::resolve_any;
+use vram_doctor::plan::plan_any;
 use vram_doctor::ui::files::{Dialogs, FileDialog};
 use vram_doctor::ui::planner::PlannerView;
 
@@ -67,7 +71,7 @@ fn training_knobs_appear_for_training() {
         h.query_by_role_and_label(Role::ComboBox, "Optimizer")
             .is_none()
     );
-    h.get_by_label("training").click();
+    h.get_by_label("LLM training").click();
     h.run();
     h.get_by_role_and_label(Role::ComboBox, "Optimizer");
     h.get_by_role_and_label(Role::Slider, "ZeRO stage");
@@ -230,4 +234,328 @@ fn an_export_is_previewed_and_saved() {
     h.run();
     h.get_by_label_contains("Saved");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), preview);
+}
+
+/// A view on a 12 GiB card switched to the diffusion kind through its selector.
+fn diffusion_harness(dialog_path: PathBuf) -> Harness<'static, PlannerView> {
+    let mut v = view(dialog_path);
+    v.workload.gpu.preset = Some("rtx-3060-12gb".into());
+    let mut h = harness(v);
+    h.run();
+    h.get_by_label("Diffusion").click();
+    h.run();
+    h
+}
+
+/// Picks an entry of a searchable picker by typing part of its name.
+fn search_and_pick(h: &mut Harness<'static, PlannerView>, picker: &str, typed: &str, entry: &str) {
+    h.get_by_role_and_label(Role::ComboBox, picker).click();
+    h.run();
+    h.get_by_role(Role::TextInput).focus();
+    h.run();
+    h.get_by_role(Role::TextInput).type_text(typed);
+    h.run();
+    h.get_by_label(entry).click();
+    h.run();
+}
+
+fn set_slider(h: &mut Harness<'static, PlannerView>, label: &str, value: f64) {
+    h.get_by_role_and_label(Role::Slider, label)
+        .set_value_accesskit(value);
+    h.run();
+}
+
+#[test]
+fn diffusion_resolution_turns_the_verdict_and_the_plan_applies() {
+    let mut h = diffusion_harness(PathBuf::from("unused.toml"));
+    assert_eq!(
+        h.state().workload.gpu.preset.as_deref(),
+        Some("rtx-3060-12gb"),
+        "switching kind keeps the GPU"
+    );
+    search_and_pick(
+        &mut h,
+        "Diffusion model",
+        "xl base",
+        "Stable Diffusion XL base 1.0 (1024×1024)",
+    );
+    assert_eq!(h.state().workload.model.preset.as_deref(), Some("sdxl"));
+    h.get_by_label_contains("Fits: needs");
+    h.get_by_label("Fits as is: no change needed.");
+    h.get_by_label_contains("Largest size that fits: ");
+
+    set_slider(&mut h, "Width", 2048.0);
+    set_slider(&mut h, "Height", 2048.0);
+    let run = &h.state().workload.run;
+    assert_eq!((run.width, run.height), (Some(2048), Some(2048)));
+    h.get_by_label_contains("Does not fit: needs");
+    h.get_by_label_contains("Recommended plan: tiled VAE decode");
+    assert_eq!(h.state().workload.run.vae_tiling, None);
+
+    h.get_by_label("Apply plan").click();
+    h.run();
+    assert_eq!(h.state().workload.run.vae_tiling, Some(true));
+    h.get_by_label_contains("Fits: needs");
+    assert!(h.query_by_label("Apply plan").is_none());
+}
+
+#[test]
+fn diffusion_toggles_write_the_workload() {
+    let mut h = diffusion_harness(PathBuf::from("unused.toml"));
+    h.get_by_label("Tiled VAE decode").click();
+    h.run();
+    assert_eq!(h.state().workload.run.vae_tiling, Some(true));
+    h.get_by_role_and_label(Role::ComboBox, "ComfyUI VRAM mode")
+        .click();
+    h.run();
+    h.get_by_label("lowvram").click();
+    h.run();
+    assert_eq!(
+        h.state().workload.run.vram_mode.map(|m| m.as_str()),
+        Some("lowvram")
+    );
+    // The export section follows the kind: ComfyUI's launch line, with the chosen mode.
+    h.get_by_label_contains("python main.py");
+    h.get_by_label_contains("--lowvram");
+    h.get_by_role_and_label(Role::ComboBox, "Engine").click();
+    h.run();
+    h.get_by_label("diffusers").click();
+    h.run();
+    // diffusers has offloading instead of ComfyUI's VRAM modes.
+    h.get_by_role_and_label(Role::ComboBox, "CPU offload");
+    assert!(
+        h.query_by_role_and_label(Role::ComboBox, "ComfyUI VRAM mode")
+            .is_none()
+    );
+}
+
+#[test]
+fn switching_kinds_parks_and_restores_each_kind() {
+    let mut h = harness(view(PathBuf::from("unused.toml")));
+    h.run();
+    set_slider(&mut h, "Batch size", 8.0);
+    h.get_by_label("Game").click();
+    h.run();
+    assert_eq!(h.state().workload.run.batch, None);
+    assert_eq!(h.state().workload.gpu.preset.as_deref(), Some("rtx-4090"));
+    h.get_by_label("LLM inference").click();
+    h.run();
+    let w = &h.state().workload;
+    assert_eq!(w.run.batch, Some(8));
+    assert_eq!(w.model.preset.as_deref(), Some("llama-3.1-8b"));
+}
+
+#[test]
+fn a_game_gets_advice_and_its_plan_applies() {
+    let mut v = view(PathBuf::from("unused.toml"));
+    v.workload.gpu.preset = Some("rtx-4060-8gb".into());
+    let mut h = harness(v);
+    h.run();
+    h.get_by_label("Game").click();
+    h.run();
+    search_and_pick(&mut h, "Title", "hogwarts", "Hogwarts Legacy");
+    assert_eq!(
+        h.state().workload.model.preset.as_deref(),
+        Some("hogwarts-legacy")
+    );
+    h.get_by_role_and_label(Role::ComboBox, "Resolution")
+        .click();
+    h.run();
+    h.get_by_label("1920x1080").click();
+    h.run();
+    h.get_by_label_contains("Within the game's budget");
+    assert!(h.query_by_label("Apply plan").is_none());
+
+    h.get_by_role_and_label(Role::ComboBox, "Resolution")
+        .click();
+    h.run();
+    h.get_by_label("3840x2160").click();
+    h.run();
+    h.get_by_role_and_label(Role::ComboBox, "Texture quality")
+        .click();
+    h.run();
+    h.get_by_label("ultra").click();
+    h.run();
+    h.get_by_label("Ray tracing").click();
+    h.run();
+    assert_eq!(
+        h.state().workload.run.resolution.as_deref(),
+        Some("3840x2160")
+    );
+    h.get_by_label_contains("Over budget: uses");
+    h.get_by_label("Lower first (most memory for the least quality)");
+    h.get_by_label("texture quality: ultra → high");
+    h.get_by_label_contains("Recommended plan: texture quality: ultra → high");
+    assert!(h.query_all_by_label_contains("saves ").count() >= 2);
+    h.get_by_label("Apply plan").click();
+    h.run();
+    assert!(h.query_by_label_contains("Over budget").is_none());
+    assert_ne!(
+        h.state().workload.run.texture_quality.as_deref(),
+        Some("ultra")
+    );
+}
+
+#[test]
+fn save_report_writes_the_markdown_report_for_any_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.md");
+    for kind in ["LLM training", "Diffusion", "Game"] {
+        let mut h = harness(view(file.clone()));
+        h.run();
+        h.get_by_label(kind).click();
+        h.run();
+        h.get_by_label("Save report…").click();
+        h.run();
+        h.get_by_label_contains("Saved");
+        let w = resolve_any(&h.state().workload, std::path::Path::new("."), None).unwrap();
+        let expect = render(ExportKind::Report, &w, &plan_any(&w)).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), expect, "{kind}");
+    }
+}
+
+#[test]
+fn a_saved_diffusion_workload_opens_back_equal() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sdxl.toml");
+    let mut h = diffusion_harness(file.clone());
+    set_slider(&mut h, "Width", 1536.0);
+    h.get_by_label("Tiled VAE decode").click();
+    h.run();
+    h.get_by_label("Save workload…").click();
+    h.run();
+    h.get_by_label_contains("Saved");
+
+    let mut fresh = PlannerView::default();
+    fresh.dialogs = Dialogs(Box::new(Picks(file)));
+    let mut h2 = harness(fresh);
+    h2.run();
+    h2.get_by_label("Open workload…").click();
+    h2.run();
+    assert_eq!(h2.state().workload, h.state().workload);
+    // The file's task chose the kind: the diffusion inputs are shown.
+    h2.get_by_role_and_label(Role::ComboBox, "Diffusion model");
+    h2.get_by_label_contains("1536");
+}
+
+#[test]
+fn the_gui_estimate_is_the_cli_result() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        (
+            "flux.toml",
+            "[gpu]\npreset = \"rtx-4060-8gb\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nwidth = 1280\nbatch = 2\n",
+        ),
+        (
+            "game.toml",
+            "[gpu]\npreset = \"rtx-4060-8gb\"\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"2560x1440\"\nray_tracing = true\n",
+        ),
+        (
+            "llm.toml",
+            "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\n",
+        ),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let mut h = harness(view(file.clone()));
+        h.run();
+        h.get_by_label("Open workload…").click();
+        h.run();
+        let (_, gui) = h.state_mut().plan_result().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+            .args(["plan", "--json", "--workload"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cli = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(
+            cli.trim_end(),
+            serde_json::to_string_pretty(&gui).unwrap(),
+            "{name}"
+        );
+        // And the verdict the tab shows is the one of that result.
+        h.get_by_label(&vram_doctor::ui::planner::verdict(&gui.breakdown()));
+        assert_eq!(
+            h.state().workload,
+            WorkloadFile::load(&file).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_diffusers_model_index_picks_its_diffusion_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("FLUX.1-schnell");
+    std::fs::create_dir(&folder).unwrap();
+    let index = folder.join("model_index.json");
+    std::fs::write(
+        &index,
+        r#"{"_class_name":"FluxPipeline","_diffusers_version":"0.30.0","transformer":["diffusers","FluxTransformer2DModel"],"vae":["diffusers","AutoencoderKL"]}"#,
+    )
+    .unwrap();
+    let mut h = harness(view(index));
+    h.run();
+    h.get_by_label("Open model file…").click();
+    h.run();
+    let w = &h.state().workload;
+    assert_eq!(w.run.task.map(|t| t.as_str()), Some("diffusion"));
+    assert_eq!(w.model.preset.as_deref(), Some("flux-schnell"));
+    h.get_by_label_contains("FluxPipeline read from");
+    h.get_by_label_contains("On NVIDIA GeForce RTX 4090");
+}
+
+#[test]
+fn fields_of_another_kind_open_on_that_kinds_model() {
+    let mut v = view(PathBuf::from("unused.toml"));
+    let fields = [("run.task", "game"), ("run.texture_quality", "high")]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+    v.open_fields(&fields).unwrap();
+    let w = &v.workload;
+    assert_eq!(w.run.task.map(|t| t.as_str()), Some("game"));
+    assert_eq!(w.run.texture_quality.as_deref(), Some("high"));
+    assert_eq!(w.gpu.preset.as_deref(), Some("rtx-4090"));
+    resolve_any(w, std::path::Path::new("."), None).expect("a game on a game title");
+
+    let before = v.workload.clone();
+    let bad = [("run.task", "diffusion"), ("run.widht", "1024")]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+    assert!(v.open_fields(&bad).is_err());
+    assert_eq!(v.workload, before, "a refused hand-over changes nothing");
+
+    let mut h = harness(v);
+    h.run();
+    h.get_by_label("LLM inference").click();
+    h.run();
+    assert_eq!(
+        h.state().workload.model.preset.as_deref(),
+        Some("llama-3.1-8b")
+    );
+}
+
+#[test]
+fn the_saved_state_keeps_every_kind_and_older_states_still_load() {
+    let mut h = harness(view(PathBuf::from("unused.toml")));
+    h.run();
+    set_slider(&mut h, "Batch size", 8.0);
+    h.get_by_label("Diffusion").click();
+    h.run();
+    set_slider(&mut h, "Width", 1536.0);
+    let json = serde_json::to_string(h.state()).unwrap();
+    let back: PlannerView = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.workload, h.state().workload);
+    assert_eq!(back.parked, h.state().parked);
+
+    // A state saved before the kinds existed: only the workload.
+    let old = r#"{"workload":{"gpu":{"preset":"rtx-4090","vram_gib":null,"count":null},"model":{"preset":"llama-3.1-8b"},"run":{"batch":4}}}"#;
+    let old: PlannerView = serde_json::from_str(old).unwrap();
+    assert_eq!(old.workload.run.batch, Some(4));
+    assert_eq!(old.parked, Default::default());
 }

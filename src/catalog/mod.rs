@@ -4,6 +4,7 @@
 mod gpus;
 mod models;
 mod suggest;
+pub mod user;
 
 pub use gpus::{Gpu, GpuKind, Vendor};
 pub use models::ModelPreset;
@@ -45,6 +46,36 @@ impl Catalog {
             })
     }
 
+    /// The preset for a card as its driver names it (`nvmlDeviceGetName`: "NVIDIA GeForce RTX
+    /// 4090", "NVIDIA H200"), for the GPUs the app detects. Candidates are the presets whose
+    /// name holds every word of the driver's name; the one with the fewest extra words wins
+    /// ("RTX 4060" is not the "RTX 4060 Ti"), then the one whose VRAM is closest. A preset more
+    /// than 10 % away from the reported total is not the card (a 12 GB board is not its 8 GB
+    /// namesake), and then there is no match.
+    pub fn gpu_for_device(&self, name: &str, total_bytes: u64) -> Option<&Gpu> {
+        let words = |s: &str| -> Vec<String> {
+            s.split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_ascii_lowercase)
+                .collect()
+        };
+        let wanted = words(name);
+        if wanted.is_empty() || total_bytes == 0 {
+            return None;
+        }
+        let total = total_bytes as f64;
+        self.gpus
+            .iter()
+            .filter_map(|g| {
+                let have = words(&g.name);
+                let off = (g.vram_bytes() as f64 - total).abs() / total;
+                (wanted.iter().all(|w| have.contains(w)) && off <= 0.10)
+                    .then(|| (have.len() - wanted.len(), off, g))
+            })
+            .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .map(|(_, _, g)| g)
+    }
+
     pub fn model(&self, id: &str) -> Result<&ModelPreset, String> {
         let key = id.trim().to_ascii_lowercase();
         self.models
@@ -76,6 +107,28 @@ fn unknown<'a>(what: &str, id: &str, names: impl Iterator<Item = &'a str>, list:
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn driver_names_find_their_presets() {
+        let cat = Catalog::get();
+        let gib = |g: f64| (g * (1u64 << 30) as f64) as u64;
+        let id = |name: &str, total: u64| cat.gpu_for_device(name, total).map(|g| g.id.as_str());
+        // NVML reports a little less than the marketing size (23.99 GiB on a 4090).
+        assert_eq!(id("NVIDIA GeForce RTX 4090", gib(23.99)), Some("rtx-4090"));
+        assert_eq!(id("NVIDIA GeForce RTX 4060", gib(7.996)), Some("rtx-4060"));
+        assert_eq!(
+            id("NVIDIA GeForce RTX 4060 Ti", gib(15.99)),
+            Some("rtx-4060-ti-16gb")
+        );
+        assert_eq!(id("NVIDIA H200", gib(139.8)), Some("h200"));
+        assert_eq!(
+            id("NVIDIA GeForce RTX 4090", gib(48.0)),
+            None,
+            "a modded 48 GB board"
+        );
+        assert_eq!(id("Some Future GPU", gib(8.0)), None);
+        assert_eq!(id("", gib(8.0)), None);
+    }
     use super::*;
 
     #[test]

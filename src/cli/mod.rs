@@ -34,7 +34,7 @@ pub enum Command {
     Plan(Box<plan::PlanArgs>),
     /// Watch GPU memory live: per GPU and per process, with alerts, recording and replay.
     Monitor(monitor::MonitorArgs),
-    /// List the built-in GPU and model presets.
+    /// List the presets: built-in GPUs, models, diffusion models and games, and your own.
     Presets(presets::PresetsArgs),
     /// Compare the engine with measured reference data (median and p90 relative error).
     Accuracy(accuracy::AccuracyArgs),

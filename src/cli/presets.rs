@@ -1,6 +1,8 @@
-//! `vram-doctor presets list [gpus|models|diffusion|games]`.
+//! `vram-doctor presets list [gpus|models|diffusion|games]`: the built-in presets, then the
+//! user's own GPUs and models (added in the app's catalog tab), marked "(yours)".
 
 use crate::catalog::Catalog;
+use crate::catalog::user::{self, UserPresets};
 use clap::{Args, Subcommand, ValueEnum};
 
 #[derive(Debug, Args)]
@@ -29,12 +31,28 @@ pub enum PresetKind {
 pub fn run(a: &PresetsArgs) -> Result<(), String> {
     let PresetsAction::List { kind } = &a.action;
     let c = Catalog::get();
+    // The user's file is only read here, never moved or written: a bad one is reported and
+    // left for the app to set aside.
+    let mine = match user::default_path().and_then(|p| user::read(&p)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("note: your own presets are not listed: {e}");
+            UserPresets::default()
+        }
+    };
     if matches!(kind, None | Some(PresetKind::Gpus)) {
         println!("{:<24} {:>8} {:>10}  NAME", "GPU", "VRAM", "BANDWIDTH");
         for g in &c.gpus {
             println!(
                 "{:<24} {:>5.0} GiB {:>6.0} GB/s  {}",
                 g.id, g.vram_gib, g.bandwidth_gbs, g.name
+            );
+        }
+        for g in &mine.gpus {
+            let bw = g.bandwidth_gbs.map_or("-".into(), |b| format!("{b:.0}"));
+            println!(
+                "{:<24} {:>5} GiB {:>6} GB/s  {} (yours)",
+                g.id, g.vram_gib, bw, g.name
             );
         }
     }
@@ -56,6 +74,17 @@ pub fn run(a: &PresetsArgs) -> Result<(), String> {
                 m.id,
                 m.arch.params / 1e9,
                 m.arch.layers,
+                ctx,
+                m.name
+            );
+        }
+        for m in &mine.models {
+            let ctx = m.max_context.map_or("-".to_string(), |c| c.to_string());
+            println!(
+                "{:<24} {:>8.2}B {:>7} {:>9}  {} (yours)",
+                m.id,
+                m.params / 1e9,
+                m.layers,
                 ctx,
                 m.name
             );

@@ -110,15 +110,25 @@ fn parse_modern(text: &str) -> Option<OomFigures> {
     let (total, after_total) = bytes_after(t, cap_anchor)?;
     let (free, after_free) = bytes_after(&t[after_total..], " of which ")?;
     let after_free = after_total + after_free;
-    let of_alloc = t[after_free..].find("Of the allocated memory ")? + after_free;
+    // A message cut after "is free." (pasted from a narrow terminal, or a log line that was
+    // wrapped) still states the card and the request; the allocator's split is then unknown.
+    let of_alloc = t[after_free..]
+        .find("Of the allocated memory ")
+        .map(|i| i + after_free);
     // Between "is free." and "Of the allocated memory": process clauses and the cap.
-    let middle = &t[after_free..of_alloc];
-    let (allocated, after_alloc) = bytes_after(&t[of_alloc..], "Of the allocated memory ")?;
-    let tail = &t[of_alloc + after_alloc..];
-    let end = tail.find("reserved by PyTorch but unallocated")?;
-    let tail = &tail[..end];
-    let private_pools = bytes_after(tail, "with ").map(|(s, _)| s);
-    let (unallocated, _) = bytes_after(tail, "and ")?;
+    let middle = &t[after_free..of_alloc.unwrap_or(t.len())];
+    let (allocated, private_pools, unallocated) = match of_alloc {
+        Some(of_alloc) => {
+            let (allocated, after_alloc) = bytes_after(&t[of_alloc..], "Of the allocated memory ")?;
+            let tail = &t[of_alloc + after_alloc..];
+            let end = tail.find("reserved by PyTorch but unallocated")?;
+            let tail = &tail[..end];
+            let private_pools = bytes_after(tail, "with ").map(|(s, _)| s);
+            let (unallocated, _) = bytes_after(tail, "and ")?;
+            (Some(allocated), private_pools, Some(unallocated))
+        }
+        None => (None, None, None),
+    };
     let mut f = OomFigures {
         format: Format::Modern,
         backend: backend_before(text, start),
@@ -126,8 +136,8 @@ fn parse_modern(text: &str) -> Option<OomFigures> {
         requested: requested.bytes()?,
         total: total.bytes(),
         free: free.bytes(),
-        allocated: allocated.bytes(),
-        unallocated: unallocated.bytes(),
+        allocated: allocated.and_then(Size::bytes),
+        unallocated: unallocated.and_then(Size::bytes),
         private_pools: private_pools.and_then(Size::bytes),
         old_wording: old_wording || t.contains("max_split_size_mb"),
         ..OomFigures::default()
@@ -308,5 +318,23 @@ mod tests {
         );
         assert_eq!(parse("CUDA error: out of memory"), None);
         assert_eq!(parse(""), None);
+    }
+
+    #[test]
+    fn a_message_cut_after_the_free_figure_keeps_what_it_states() {
+        let f = parse(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
+             total capacity of 23.65 GiB of which 1.05 GiB is free. Including non-PyTorch memory, \
+             this process has 22.58 GiB memory in use.",
+        )
+        .expect("the card and the request are stated");
+        assert_eq!(f.requested, gib(2.0));
+        assert_eq!(f.total, Some(gib(23.65)));
+        assert_eq!(f.free, Some(gib(1.05)));
+        assert_eq!(f.this_process, Some(gib(22.58)));
+        assert_eq!(
+            (f.allocated, f.unallocated, f.reserved()),
+            (None, None, None)
+        );
     }
 }

@@ -18,6 +18,7 @@ pub mod peft;
 pub mod report;
 pub mod transformers;
 pub mod vllm;
+pub mod workload_file;
 
 use crate::catalog::Catalog;
 use crate::memory::any::AnyWorkload;

@@ -5,6 +5,7 @@
 
 use super::reader::{is_plain_file_name, read_small_text, shown};
 use super::safetensors;
+use crate::memory::diffusion::{DiffusionCatalog, DiffusionModel};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -65,6 +66,53 @@ impl DiffusersPipeline {
     /// Bytes of all weights found.
     pub fn weight_bytes(&self) -> u64 {
         self.components.iter().filter_map(|c| c.weight_bytes).sum()
+    }
+}
+
+impl DiffusersPipeline {
+    /// The diffusion preset this pipeline is: among the presets whose `pipelines` list its
+    /// class, the one the folder is named after (an id, an alias, or an alias's last path
+    /// segment such as `FLUX.1-schnell`), else the one nearest in parameters to the denoiser's
+    /// weights when they were read, else the first listed.
+    pub fn diffusion_preset(&self) -> Result<&'static DiffusionModel, String> {
+        let cat = DiffusionCatalog::get();
+        let cands: Vec<&'static DiffusionModel> = cat
+            .models
+            .iter()
+            .filter(|m| m.pipelines.contains(&self.class_name))
+            .collect();
+        let name = self.name.to_ascii_lowercase();
+        let named = |m: &DiffusionModel| {
+            m.id == name
+                || m.aliases.iter().any(|a| {
+                    let a = a.to_ascii_lowercase();
+                    a == name || a.rsplit('/').next() == Some(name.as_str())
+                })
+        };
+        let denoiser = self
+            .components
+            .iter()
+            .find(|c| c.name == "unet" || c.name == "transformer")
+            .and_then(|c| c.params)
+            .filter(|p| *p > 0);
+        let distance =
+            |m: &DiffusionModel| denoiser.map_or(0.0, |p| (m.params / p as f64).ln().abs());
+        cands
+            .iter()
+            .find(|m| named(m))
+            .or_else(|| {
+                cands
+                    .iter()
+                    .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+            })
+            .copied()
+            .ok_or_else(|| {
+                format!(
+                    "{}: pipeline class {} is not among the diffusion presets; pick the nearest model from the list (`vram-doctor presets list diffusion`)",
+                    shown(&self.name),
+                    shown(&self.class_name)
+                )
+            })
     }
 }
 
@@ -204,5 +252,29 @@ mod tests {
                 .unwrap_err()
                 .contains("_class_name")
         );
+    }
+
+    #[test]
+    fn a_pipeline_finds_its_preset_by_folder_then_size() {
+        let flux = r#"{"_class_name":"FluxPipeline","transformer":["diffusers","FluxTransformer2DModel"]}"#;
+        let p = parse_index(flux, "model_index.json", "FLUX.1-schnell").unwrap();
+        assert_eq!(p.diffusion_preset().unwrap().id, "flux-schnell");
+        let p = parse_index(flux, "model_index.json", "snapshot-3f2a").unwrap();
+        assert_eq!(p.diffusion_preset().unwrap().id, "flux-dev");
+        let sd3 = r#"{"_class_name":"StableDiffusion3Pipeline","transformer":["diffusers","SD3Transformer2DModel"]}"#;
+        let mut p = parse_index(sd3, "model_index.json", "my-copy").unwrap();
+        for (params, id) in [
+            (8_000_000_000u64, "sd35-large"),
+            (2_030_000_000, "sd3-medium"),
+        ] {
+            p.components[0].params = Some(params);
+            assert_eq!(p.diffusion_preset().unwrap().id, id);
+        }
+        let other = r#"{"_class_name":"KandinskyPipeline"}"#;
+        let e = parse_index(other, "model_index.json", "k")
+            .unwrap()
+            .diffusion_preset()
+            .unwrap_err();
+        assert!(e.contains("KandinskyPipeline") && !e.contains('\n'), "{e}");
     }
 }

@@ -156,6 +156,55 @@ impl WorkloadFile {
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_default()
     }
+
+    /// This workload with `fields` set, each named as in the file (`run.batch`, `gpu.vram_gib`)
+    /// with its value in words (`"1"`, `"nf4"`, `"true"`). Used by the doctor's "open in
+    /// planner" links (`assets/doctor/causes.toml`). A value is taken as a TOML number or boolean
+    /// when it reads as one and the field accepts it, and as text otherwise; a field the file
+    /// does not have, or a value it cannot take, is an error naming the field, and `self` is
+    /// left as it was.
+    pub fn with_fields(
+        &self,
+        fields: &std::collections::BTreeMap<String, String>,
+    ) -> Result<WorkloadFile, String> {
+        let mut doc = toml::Table::try_from(self).map_err(|e| e.to_string())?;
+        for (key, raw) in fields {
+            let Some((section, name)) = key.split_once('.') else {
+                return Err(format!(
+                    "'{key}' is not a workload field (gpu.*, model.*, run.*)"
+                ));
+            };
+            let typed = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"));
+            let text = toml::Value::String(raw.clone());
+            let mut last = String::new();
+            let mut accepted = false;
+            for value in typed.into_iter().chain([text]) {
+                let mut trial = doc.clone();
+                let Some(table) = trial
+                    .entry(section)
+                    .or_insert_with(|| toml::Table::new().into())
+                    .as_table_mut()
+                else {
+                    return Err(format!("'{key}': {section} is not a section"));
+                };
+                table.insert(name.to_string(), value);
+                match trial.clone().try_into::<WorkloadFile>() {
+                    Ok(_) => {
+                        doc = trial;
+                        accepted = true;
+                        break;
+                    }
+                    Err(e) => last = e.message().trim().to_string(),
+                }
+            }
+            if !accepted {
+                return Err(format!("{key} = {raw:?}: {last}"));
+            }
+        }
+        doc.try_into().map_err(|e: toml::de::Error| e.to_string())
+    }
 }
 
 /// The card(s) a workload runs on. All figures of a result are per GPU.
@@ -553,6 +602,45 @@ impl RunSection {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn fields_are_set_typed_or_as_text_and_bad_ones_are_named() {
+        let w = WorkloadFile::parse("[model]\npreset = 'llama-3.1-8b'\n", "t").unwrap();
+        let f = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let out = w
+            .with_fields(&f(&[
+                ("run.batch", "1"),
+                ("run.weights", "nf4"),
+                ("gpu.vram_gib", "23.65"),
+                ("run.vae_tiling", "true"),
+                ("run.resolution", "1920x1080"),
+            ]))
+            .unwrap();
+        assert_eq!(out.run.batch, Some(1));
+        assert_eq!(out.run.weights.as_deref(), Some("nf4"));
+        assert_eq!(out.gpu.vram_gib, Some(23.65));
+        assert_eq!(out.run.vae_tiling, Some(true));
+        assert_eq!(out.run.resolution.as_deref(), Some("1920x1080"));
+        assert_eq!(out.model, w.model);
+        // An integer where a float is wanted is fine; text where a number is wanted is not.
+        assert_eq!(
+            w.with_fields(&f(&[("gpu.vram_gib", "24")]))
+                .unwrap()
+                .gpu
+                .vram_gib,
+            Some(24.0)
+        );
+        let e = w.with_fields(&f(&[("run.batch", "many")])).unwrap_err();
+        assert!(e.contains("run.batch"), "{e}");
+        let e = w.with_fields(&f(&[("run.nonsense", "1")])).unwrap_err();
+        assert!(e.contains("run.nonsense") && e.contains("nonsense"), "{e}");
+        assert!(w.with_fields(&f(&[("batch", "1")])).is_err());
+    }
     use super::*;
 
     fn resolve(text: &str) -> Result<Workload, String> {

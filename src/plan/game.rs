@@ -158,6 +158,27 @@ fn ranked(w: &GameWorkload, run: &GameRun) -> Vec<(SettingChange, GameRun)> {
     v
 }
 
+/// The best-ranked step, again and again, until the game fits its budget (or no step is
+/// left): the steps taken and the settings they lead to.
+fn fit(w: &GameWorkload) -> (Vec<SettingChange>, GameRun) {
+    let budget = w.budget_bytes() as f64;
+    let mut to_fit = Vec::new();
+    let mut run = w.run.clone();
+    while w.parts_at(&run).total() * GIB > budget {
+        let Some((c, next)) = ranked(w, &run).into_iter().next() else {
+            break;
+        };
+        to_fit.push(c);
+        run = next;
+    }
+    (to_fit, run)
+}
+
+/// The settings `GameAdvice::to_fit` leads to (the run as given when it fits).
+pub fn fitted(w: &GameWorkload) -> GameRun {
+    fit(w).1
+}
+
 /// The advice for a game at its settings.
 pub fn advise(w: &GameWorkload) -> GameAdvice {
     let b = estimate(w);
@@ -193,15 +214,7 @@ pub fn advise(w: &GameWorkload) -> GameAdvice {
         );
     }
     let lower_first: Vec<SettingChange> = ranked(w, &w.run).into_iter().map(|(c, _)| c).collect();
-    let mut to_fit = Vec::new();
-    let mut run = w.run.clone();
-    while w.parts_at(&run).total() * GIB > budget as f64 {
-        let Some((c, next)) = ranked(w, &run).into_iter().next() else {
-            break;
-        };
-        to_fit.push(c);
-        run = next;
-    }
+    let (to_fit, _) = fit(w);
     GameAdvice {
         use_bytes,
         budget_bytes: budget,
@@ -246,12 +259,33 @@ mod tests {
         assert_eq!(a.lower_first[1].setting, "ray tracing");
         assert!((a.lower_first[1].saves_bytes as f64 / GIB - 4.3).abs() < 0.01);
         assert!(!a.to_fit.is_empty());
+
         let ratios: Vec<f64> = a
             .lower_first
             .iter()
             .map(|c| c.saving_per_quality())
             .collect();
         assert!(ratios.windows(2).all(|p| p[0] >= p[1]));
+    }
+
+    #[test]
+    fn the_fitted_settings_fit_and_need_no_more_steps() {
+        let run = GameRun {
+            resolution: "4k".parse().unwrap(),
+            texture_quality: TextureQuality::Ultra,
+            ray_tracing: true,
+            ..Default::default()
+        };
+        let w = wl("cyberpunk-2077", 8.0, run);
+        let steps = advise(&w).to_fit.len();
+        let after = GameWorkload {
+            run: fitted(&w),
+            ..w.clone()
+        };
+        assert!(steps > 0 && after.run != w.run);
+        let a = advise(&after);
+        assert_ne!(a.verdict, Verdict::OverBudget);
+        assert!(a.to_fit.is_empty());
     }
 
     #[test]

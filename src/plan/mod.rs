@@ -47,6 +47,18 @@ pub struct PlanResult {
     pub plan: Plan,
 }
 
+impl PlanResult {
+    /// The estimate the result was made from (a result holds all of a `Breakdown`'s fields).
+    pub fn breakdown(&self) -> Breakdown {
+        Breakdown {
+            capacity_bytes: self.capacity_bytes,
+            components: self.components.clone(),
+            peak: self.peak,
+            warnings: self.warnings.clone(),
+        }
+    }
+}
+
 /// Estimates a workload and plans how to make it fit.
 pub fn plan(w: &Workload) -> (Breakdown, Plan) {
     let b = memory::estimate(w);

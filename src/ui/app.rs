@@ -61,7 +61,15 @@ impl eframe::App for VramDoctorApp {
                 let predicted = s.planner.predicted_bytes();
                 s.monitor.ui(ui, predicted);
             }
-            Tab::Doctor => s.doctor.ui(ui),
+            Tab::Doctor => {
+                s.doctor.ui(ui);
+                if let Some(fields) = s.doctor.open_in_planner.take() {
+                    match s.planner.open_fields(&fields) {
+                        Ok(()) => s.tab = Tab::Planner,
+                        Err(e) => s.doctor.planner_refused(e),
+                    }
+                }
+            }
             Tab::Catalog => {
                 if let Some(p) = s.catalog.ui(ui) {
                     s.planner.take(p);

@@ -1,6 +1,7 @@
 //! A horizontal stacked bar: each part of an estimate as a coloured segment, drawn against the
 //! card's capacity line, with a legend that names each part and its size.
 
+use super::i18n::trf;
 use crate::units::human;
 use egui::{Color32, Sense, Stroke, StrokeKind, Ui, Vec2, WidgetInfo};
 
@@ -22,9 +23,10 @@ pub fn color(i: usize) -> Color32 {
     PALETTE[i % PALETTE.len()]
 }
 
-/// Draws `parts` (label, bytes) stacked left to right, and a vertical line at `capacity`.
-/// The scale leaves room for whichever is larger, so an overflow shows past the line.
-pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64) {
+/// Draws `parts` (label, bytes) stacked left to right, a vertical line at `capacity`, and a
+/// thinner one `margin` bytes before it (the safety margin a plan leaves free). The scale
+/// leaves room for whichever is larger, so an overflow shows past the line.
+pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64, margin: u64) {
     let total: u64 = parts.iter().map(|p| p.1).fold(0, u64::saturating_add);
     let scale = total.max(capacity).max(1) as f32 * 1.04;
     let size = Vec2::new(ui.available_width(), 30.0);
@@ -33,7 +35,10 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64) {
         WidgetInfo::labeled(
             egui::Role::Meter,
             true,
-            format!("Memory bar: {} of {}", human(total), human(capacity)),
+            trf(
+                "Memory bar: {used} of {cap}",
+                &[("used", &human(total)), ("cap", &human(capacity))],
+            ),
         )
     });
     let painter = ui.painter_at(rect);
@@ -49,6 +54,17 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64) {
     let cap_x = rect.left() + rect.width() * (capacity as f32 / scale);
     let line = Stroke::new(2.5, ui.visuals().strong_text_color());
     painter.vline(cap_x, rect.y_range().expand(2.0), line);
+    let margin_x = rect.left() + rect.width() * (capacity.saturating_sub(margin) as f32 / scale);
+    let dashes = egui::Shape::dashed_line(
+        &[
+            egui::pos2(margin_x, rect.top()),
+            egui::pos2(margin_x, rect.bottom()),
+        ],
+        Stroke::new(1.5, ui.visuals().warn_fg_color),
+        4.0,
+        3.0,
+    );
+    painter.extend(dashes);
     painter.rect_stroke(
         rect,
         3.0,
@@ -56,9 +72,12 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64) {
         StrokeKind::Inside,
     );
     ui.horizontal(|ui| {
-        let left = (cap_x - rect.left() - 80.0).max(0.0);
+        let left = (cap_x - rect.left() - 300.0).max(0.0);
         ui.add_space(left);
-        ui.weak(format!("capacity {}", human(capacity)));
+        ui.weak(trf(
+            "capacity {cap} (dashed: {margin} safety margin)",
+            &[("cap", &human(capacity)), ("margin", &human(margin))],
+        ));
     });
 }
 

@@ -7,6 +7,7 @@ use crate::doctor::knowledge::Cost;
 use crate::doctor::{Context, Diagnosis, Knowledge, View, WizardState, reading};
 use egui::{RichText, Ui};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Language of the wizard's texts (the knowledge files also ship others).
 const LANG: &str = "en";
@@ -21,6 +22,10 @@ pub struct DoctorView {
     /// What reading the message found, in words.
     #[serde(skip)]
     note: Option<String>,
+    /// Workload fields of the fix whose "Open in planner" was clicked, for the app to hand to
+    /// the planner (`WorkloadFile::with_fields`); taken by the app in the same frame.
+    #[serde(skip)]
+    pub open_in_planner: Option<BTreeMap<String, String>>,
 }
 
 impl DoctorView {
@@ -53,6 +58,11 @@ impl DoctorView {
         egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| self.wizard_ui(ui, kb));
         });
+    }
+
+    /// Says why the planner could not take a fix's fields, in the tab where it was clicked.
+    pub fn planner_refused(&mut self, why: String) {
+        self.note = Some(format!("Cannot open this fix in the planner: {why}"));
     }
 
     /// Starts the wizard at its root, with what the message shows when `read` is set.
@@ -135,14 +145,15 @@ impl DoctorView {
                 if !causes.is_empty() {
                     ui.add_space(10.0);
                     ui.strong("What the evidence points at so far");
-                    diagnosis_ui(ui, &diagnose(kb, &causes, &w.observations, LANG));
+                    let d = diagnose(kb, &causes, &w.observations, LANG);
+                    self.open_in_planner = self.open_in_planner.take().or(diagnosis_ui(ui, &d));
                 }
             }
             View::Result {
                 text, diagnosis, ..
             } => {
                 ui.heading(text);
-                diagnosis_ui(ui, &diagnosis);
+                self.open_in_planner = self.open_in_planner.take().or(diagnosis_ui(ui, &diagnosis));
             }
         }
         if restart {
@@ -161,7 +172,10 @@ fn cost_title(c: Cost) -> &'static str {
     }
 }
 
-fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) {
+/// The causes and fixes; returns the planner fields of the fix whose "Open in planner" was
+/// clicked.
+fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) -> Option<BTreeMap<String, String>> {
+    let mut open = None;
     ui.add_space(6.0);
     ui.label(RichText::new("Likely causes").strong().size(16.0));
     for c in &d.causes {
@@ -179,13 +193,28 @@ fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) {
             ui.label(RichText::new(format!("[{}]", cost_title(f.cost))).weak());
             ui.label(&f.text);
         });
-        if let Some(copy) = &f.copy {
-            ui.horizontal(|ui| {
+        ui.horizontal(|ui| {
+            if let Some(copy) = &f.copy {
                 ui.code(copy);
                 if ui.button("Copy").clicked() {
                     ui.ctx().copy_text(copy.clone());
                 }
-            });
-        }
+            }
+            if let Some(fields) = &f.planner {
+                let what = fields
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if ui
+                    .button("Open in planner")
+                    .on_hover_text(format!("Plans the current workload with {what}"))
+                    .clicked()
+                {
+                    open = Some(fields.clone());
+                }
+            }
+        });
     }
+    open
 }

@@ -58,6 +58,9 @@ pub struct DiffusionModel {
     pub name: String,
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// diffusers pipeline classes (`_class_name` of model_index.json) that load this model.
+    #[serde(default)]
+    pub pipelines: Vec<String>,
     pub kind: ModelKind,
     pub params: f64,
     pub linear_share: f64,
@@ -79,6 +82,19 @@ pub struct DiffusionModel {
     pub controlnet_params: f64,
     pub ip_adapter_params: f64,
     pub source: String,
+}
+
+impl DiffusionModel {
+    /// The step image sizes move in: a DiT patchifies 8x-downscaled latents in 2x2 patches, so
+    /// sizes are multiples of 16 (diffusers Flux/SD3 pipelines round to `vae_scale_factor * 2`);
+    /// a UNet halves the latent three times, so multiples of 64 avoid padding at its lowest level
+    /// (diffusers StableDiffusion pipelines only require 8; 64 is the buckets' convention).
+    pub fn size_step(&self) -> u32 {
+        match self.kind {
+            ModelKind::Unet => 64,
+            ModelKind::Dit | ModelKind::Video => 16,
+        }
+    }
 }
 
 /// All diffusion presets.

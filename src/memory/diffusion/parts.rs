@@ -31,6 +31,21 @@ pub fn quantized_bytes_per_param(f: WeightFormat) -> Option<f64> {
     })
 }
 
+/// The `run.weights` spellings diffusion runs accept (`WEIGHT_NAMES` less the LLM-only formats),
+/// for pickers and help.
+pub fn weight_names() -> Vec<&'static str> {
+    crate::memory::dtype::WEIGHT_NAMES
+        .iter()
+        .copied()
+        .filter(|n| {
+            n.parse::<WeightFormat>()
+                .ok()
+                .and_then(quantized_bytes_per_param)
+                .is_some()
+        })
+        .collect()
+}
+
 /// Bytes of `params` parameters of which `unquantized` stay 16-bit and `keep_fp32` may be kept
 /// in fp32, stored as `f` and loaded by `engine`.
 pub fn weight_bytes(
@@ -84,6 +99,17 @@ mod tests {
     use super::*;
     use crate::memory::diffusion::DiffusionCatalog;
     use crate::units::GIB;
+
+    #[test]
+    fn diffusion_weight_names_leave_out_llm_only_formats() {
+        let names = weight_names();
+        assert!(
+            ["bf16", "fp8", "nf4", "q8_0", "q4_k_s"]
+                .iter()
+                .all(|n| names.contains(n))
+        );
+        assert!(!names.contains(&"awq-4bit") && !names.contains(&"gptq-4bit"));
+    }
 
     fn flux_loaded(f: WeightFormat) -> f64 {
         let c = DiffusionCatalog::get();

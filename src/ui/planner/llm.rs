@@ -1,0 +1,174 @@
+//! LLM inference and training: the model picker, the run's knobs, and the recommended plan
+//! with the largest batch and longest sequence that fit.
+
+use super::widgets::{count_slider, other_programs, pick, pick_name, search_pick};
+use crate::catalog::Catalog;
+use crate::memory::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
+use crate::memory::workload::ModelSection;
+use crate::memory::{
+    Attention, Checkpointing, Engine, LoraTargets, Method, Offload, Optimizer, Precision, Run,
+    Task, WorkloadFile,
+};
+use crate::plan::Plan;
+use crate::ui::i18n::{tr, trf};
+use crate::units::human;
+use egui::{Slider, Ui};
+
+/// Longest sequence offered when the model does not state its maximum context.
+const SEQ_MAX_FALLBACK: u32 = 131_072;
+
+/// The model and the knobs of an LLM run; `r` is the last run that resolved.
+pub fn inputs_ui(
+    ui: &mut Ui,
+    w: &mut WorkloadFile,
+    r: &Run,
+    max_context: Option<u32>,
+    filter: &mut String,
+    cap_gib: f64,
+) {
+    let cat = Catalog::get();
+    ui.heading(tr("Model"));
+    let model_text = w
+        .model
+        .preset
+        .as_deref()
+        .and_then(|p| cat.model(p).ok())
+        .map_or_else(
+            || {
+                if let Some(f) = w.model.file.as_ref().or(w.model.hf_config.as_ref()) {
+                    f.file_name().map_or(tr("model file").into(), |n| {
+                        n.to_string_lossy().into_owned()
+                    })
+                } else if w.model.params.is_some() {
+                    tr("custom architecture").into()
+                } else {
+                    tr("choose a model").into()
+                }
+            },
+            |m| m.name.clone(),
+        );
+    let models = cat.models.iter().map(|m| (m.id.as_str(), m.name.clone()));
+    if let Some(id) = search_pick(
+        ui,
+        tr("Model"),
+        model_text,
+        filter,
+        models,
+        w.model.preset.as_deref(),
+    ) {
+        w.model = ModelSection {
+            preset: Some(id),
+            ..Default::default()
+        };
+    }
+
+    ui.heading(tr("Run"));
+    let f = &mut w.run;
+    if let Some(v) = pick_name(ui, tr("Weights"), WEIGHT_NAMES, &r.weights.to_string()) {
+        f.weights = Some(v);
+    }
+    if let Some(v) = pick(ui, tr("Engine"), Engine::ALL, r.engine) {
+        f.engine = Some(v);
+    }
+    if let Some(v) = count_slider(ui, tr("Batch size"), r.batch, 1..=512, true) {
+        f.batch = Some(v);
+    }
+    let max_seq = max_context.unwrap_or(SEQ_MAX_FALLBACK).max(16);
+    if let Some(v) = count_slider(
+        ui,
+        tr("Sequence length"),
+        r.seq.min(max_seq),
+        16..=max_seq,
+        true,
+    ) {
+        f.seq = Some(v);
+    }
+    // `KvDtype` has no Display: show the first accepted spelling that parses back to it.
+    let kv_name = KV_NAMES
+        .iter()
+        .find(|n| n.parse::<KvDtype>() == Ok(r.kv_cache))
+        .copied()
+        .unwrap_or("fp16");
+    if let Some(v) = pick_name(ui, tr("KV cache"), KV_NAMES, kv_name) {
+        f.kv_cache = Some(v);
+    }
+    if let Some(v) = pick(ui, tr("Attention"), Attention::ALL, r.attention) {
+        f.attention = Some(v);
+    }
+    if r.engine == Engine::Vllm {
+        let mut u = r.gpu_memory_utilization;
+        if ui
+            .add(Slider::new(&mut u, 0.1..=1.0).text(tr("GPU memory utilization")))
+            .changed()
+        {
+            f.gpu_memory_utilization = Some(u);
+        }
+    }
+    if let Some(v) = other_programs(ui, r.other_processes_bytes, cap_gib) {
+        f.other_processes_gib = Some(v);
+    }
+
+    if r.task == Task::Training {
+        ui.heading(tr("Training"));
+        if let Some(v) = pick(ui, tr("Method"), Method::ALL, r.method) {
+            f.method = Some(v);
+        }
+        if let Some(v) = pick(ui, tr("Precision"), Precision::ALL, r.precision) {
+            f.precision = Some(v);
+        }
+        if let Some(v) = pick(ui, tr("Optimizer"), Optimizer::ALL, r.optimizer) {
+            f.optimizer = Some(v);
+        }
+        if let Some(v) = pick(ui, tr("Checkpointing"), Checkpointing::ALL, r.checkpointing) {
+            f.checkpointing = Some(v);
+        }
+        if r.method != Method::Full {
+            if let Some(v) = count_slider(ui, tr("LoRA rank"), r.lora_rank, 1..=512, true) {
+                f.lora_rank = Some(v);
+            }
+            if let Some(v) = pick(ui, tr("LoRA targets"), LoraTargets::ALL, r.lora_targets) {
+                f.lora_targets = Some(v);
+            }
+        }
+        if let Some(v) = count_slider(ui, tr("Gradient accumulation"), r.grad_accum, 1..=256, true)
+        {
+            f.grad_accum = Some(v);
+        }
+        if let Some(v) = count_slider(ui, tr("ZeRO stage"), r.zero_stage, 0..=3, false) {
+            f.zero_stage = Some(v);
+        }
+        if let Some(v) = pick(ui, tr("Offload"), Offload::ALL, r.offload) {
+            f.offload = Some(v);
+        }
+    }
+}
+
+/// The recommended plan, the largest batch and longest sequence that fit; true when "Apply
+/// plan" was clicked.
+pub fn plan_ui(ui: &mut Ui, p: &Plan) -> bool {
+    let mut apply = false;
+    ui.add_space(6.0);
+    if p.changes.is_empty() {
+        ui.label(&p.why);
+    } else {
+        ui.strong(trf(
+            "Recommended plan: {plan} ({speed}× speed; {quality})",
+            &[
+                ("plan", &p.strategies.join(" + ")),
+                ("speed", &format!("{:.2}", p.speed_factor)),
+                ("quality", &p.quality_note),
+            ],
+        ));
+        ui.label(trf(
+            "Peak after the plan: {peak}",
+            &[("peak", &human(p.process_bytes))],
+        ));
+        apply = ui.button(tr("Apply plan")).clicked();
+    }
+    let fit = |v: Option<u32>| v.map_or(tr("none fits").to_string(), |n| n.to_string());
+    ui.label(trf(
+        "Largest batch that fits: {batch} · longest sequence that fits: {seq}",
+        &[("batch", &fit(p.max_batch)), ("seq", &fit(p.max_seq))],
+    ));
+    apply
+}

@@ -1,0 +1,302 @@
+//! Planner tab: pick a workload kind (LLM inference or training, diffusion, a game), edit its
+//! knobs, and see its memory part by part against the card, the plan that makes it fit, and
+//! the exports. The edited `WorkloadFile` goes through `resolve_any` + `plan_any`, the path of
+//! `vram-doctor plan`, so the GUI and the CLI agree; the result is cached until the file changes.
+//!
+//! One module per kind holds its inputs and its plan view (`llm`, `diffusion`, `game`); `file`
+//! opens and saves, `summary` draws the verdict and the bar, `export` the exports and report.
+
+mod diffusion;
+mod export;
+mod file;
+mod game;
+mod kind;
+mod llm;
+mod summary;
+mod widgets;
+
+use super::files::Dialogs;
+use super::i18n::{tr, trf};
+use crate::catalog::Catalog;
+use crate::memory::any::{AnyWorkload, resolve_any};
+use crate::memory::diffusion::DiffusionWorkload;
+use crate::memory::game::GameRun;
+use crate::memory::workload::GpuTarget;
+use crate::memory::{Breakdown, Run, WorkloadFile};
+use crate::plan::diffusion::DiffusionPlan;
+use crate::plan::game::GameAdvice;
+use crate::plan::{PlanResult, plan_any};
+use egui::Ui;
+pub use export::ExportView;
+pub use kind::Parked;
+use kind::{Family, start_model};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+pub use summary::verdict;
+use widgets::Status;
+
+/// What a first start shows: a common consumer card (the workload-file example's in
+/// `DESIGN.md`); the catalog's first when it is missing.
+const START_GPU: &str = "rtx-4090";
+
+/// What the user is editing, and what the last estimate said.
+#[derive(Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlannerView {
+    /// The workload in its file form; the widgets edit it directly.
+    pub workload: WorkloadFile,
+    /// The file it was last opened from or saved to.
+    pub path: Option<PathBuf>,
+    /// The export format chosen under the plan, and its rendered text.
+    pub export: ExportView,
+    /// The other kinds' models and knobs.
+    pub parked: Parked,
+    /// Filters typed into the GPU and model pickers.
+    #[serde(skip)]
+    gpu_filter: String,
+    #[serde(skip)]
+    model_filter: String,
+    /// Outcome of the last open/save, shown under the buttons.
+    #[serde(skip)]
+    status: Status,
+    #[serde(skip)]
+    cache: Option<(WorkloadFile, Evaluated)>,
+    /// The last workload of each kind that resolved, so the knobs keep their place while the
+    /// workload is invalid.
+    #[serde(skip)]
+    shown: Shown,
+    #[serde(skip)]
+    pub dialogs: Dialogs,
+}
+
+/// The resolved knobs the inputs show.
+#[derive(Default)]
+struct Shown {
+    llm: Run,
+    max_seq: Option<u32>,
+    diffusion: Option<DiffusionWorkload>,
+    game: GameRun,
+    capacity_bytes: u64,
+}
+
+/// An estimate for the edited workload, or why there is none.
+type Evaluated = Result<Estimate, String>;
+
+#[derive(Clone)]
+struct Estimate {
+    breakdown: Breakdown,
+    gpu_name: String,
+    /// The workload and `plan_any`'s result: what the exports are rendered from and "Apply
+    /// plan" writes back; a new `Arc` for every new estimate.
+    source: Arc<(AnyWorkload, PlanResult)>,
+    /// The task's own plan, read back from the result's details.
+    detail: Detail,
+}
+
+#[derive(Clone)]
+enum Detail {
+    Llm,
+    Diffusion(DiffusionPlan),
+    Game(GameAdvice),
+}
+
+impl Estimate {
+    fn new(w: AnyWorkload, result: PlanResult) -> Estimate {
+        let details = || result.plan.details.clone().unwrap_or_default();
+        let detail = match &w {
+            AnyWorkload::Llm(_) => Some(Detail::Llm),
+            AnyWorkload::Diffusion(_) => serde_json::from_value(details())
+                .ok()
+                .map(Detail::Diffusion),
+            AnyWorkload::Game(_) => serde_json::from_value(details()).ok().map(Detail::Game),
+        };
+        Estimate {
+            breakdown: result.breakdown(),
+            gpu_name: gpu(&w).name.clone(),
+            // `plan_any` always fills the details of diffusion and game plans.
+            detail: detail.unwrap_or(Detail::Llm),
+            source: Arc::new((w, result)),
+        }
+    }
+}
+
+/// The card(s) a workload of any kind runs on.
+fn gpu(w: &AnyWorkload) -> &GpuTarget {
+    match w {
+        AnyWorkload::Llm(l) => &l.gpu,
+        AnyWorkload::Diffusion(d) => &d.gpu,
+        AnyWorkload::Game(g) => &g.gpu,
+    }
+}
+
+impl Default for PlannerView {
+    /// Starts on `START_GPU` and `START_MODEL`, with the run defaults.
+    fn default() -> Self {
+        let cat = Catalog::get();
+        let mut workload = WorkloadFile::default();
+        workload.gpu.preset = cat
+            .gpu(START_GPU)
+            .ok()
+            .or(cat.gpus.first())
+            .map(|g| g.id.clone());
+        workload.model = start_model(Family::Llm);
+        PlannerView {
+            workload,
+            path: None,
+            export: ExportView::default(),
+            parked: Parked::default(),
+            gpu_filter: String::new(),
+            model_filter: String::new(),
+            status: None,
+            cache: None,
+            shown: Shown::default(),
+            dialogs: Dialogs::default(),
+        }
+    }
+}
+
+impl PlannerView {
+    /// The estimate for the current workload, recomputed only when the workload changed.
+    fn evaluate(&mut self) -> Evaluated {
+        if let Some((w, e)) = &self.cache
+            && *w == self.workload
+        {
+            return e.clone();
+        }
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        let e = resolve_any(&self.workload, base, Some(crate::import::load_model)).map(|w| {
+            let result = plan_any(&w);
+            Estimate::new(w, result)
+        });
+        if let Ok(est) = &e {
+            let s = &mut self.shown;
+            s.capacity_bytes = est.breakdown.capacity_bytes;
+            match &est.source.0 {
+                AnyWorkload::Llm(l) => {
+                    s.llm = l.run.clone();
+                    s.max_seq = l.model.max_context;
+                }
+                AnyWorkload::Diffusion(d) => s.diffusion = Some(d.clone()),
+                AnyWorkload::Game(g) => s.game = g.run.clone(),
+            }
+        }
+        self.cache = Some((self.workload.clone(), e.clone()));
+        e
+    }
+
+    /// The workload and `plan_any`'s result for it, as the tab shows them (the CLI's
+    /// `plan --json` prints the same result for the same file).
+    pub fn plan_result(&mut self) -> Result<(AnyWorkload, PlanResult), String> {
+        self.evaluate().map(|e| (*e.source).clone())
+    }
+
+    /// Bytes the card must hold at the peak, for the monitor's "predicted" line.
+    pub fn predicted_bytes(&mut self) -> Option<u64> {
+        self.evaluate().ok().map(|e| e.breakdown.required_bytes())
+    }
+
+    pub fn ui(&mut self, ui: &mut Ui) {
+        // Fills `shown`, which the inputs draw from.
+        self.evaluate().ok();
+        egui::Panel::left("planner_inputs")
+            .resizable(true)
+            .default_size(360.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    self.file_ui(ui);
+                    ui.separator();
+                    self.inputs_ui(ui);
+                });
+            });
+        // The inputs may have changed the workload: show the estimate of what they left
+        // (from the cache when they did not).
+        let estimate = self.evaluate();
+        egui::CentralPanel::default().show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| match &estimate {
+                Ok(e) => {
+                    // The verdict, the plan and the bar first; the export text below them.
+                    summary::verdict_ui(ui, e);
+                    let apply = match &e.detail {
+                        Detail::Llm => llm::plan_ui(ui, &e.source.1.plan),
+                        Detail::Diffusion(p) => diffusion::plan_ui(ui, p),
+                        Detail::Game(a) => game::advice_ui(ui, a),
+                    };
+                    ui.add_space(10.0);
+                    summary::details_ui(ui, e);
+                    ui.add_space(10.0);
+                    self.export.ui(ui, &e.source, &mut self.dialogs);
+                    if apply {
+                        let (w, r) = &*e.source;
+                        crate::export::workload_file::apply_plan(&mut self.workload, w, r);
+                    }
+                }
+                Err(msg) => {
+                    ui.heading(tr("Cannot estimate this workload"));
+                    ui.colored_label(ui.visuals().error_fg_color, msg);
+                }
+            });
+        });
+    }
+
+    /// The kind, the GPU, then the inputs of the kind.
+    fn inputs_ui(&mut self, ui: &mut Ui) {
+        ui.heading(tr("Workload"));
+        self.kind_ui(ui);
+        self.gpu_ui(ui);
+        let cap_gib = crate::units::gib(self.shown.capacity_bytes.max(1 << 30));
+        let (w, s, filter) = (&mut self.workload, &self.shown, &mut self.model_filter);
+        match Family::of(w.run.task) {
+            Family::Llm => llm::inputs_ui(ui, w, &s.llm, s.max_seq, filter, cap_gib),
+            Family::Diffusion => diffusion::inputs_ui(ui, w, s.diffusion.as_ref(), filter, cap_gib),
+            Family::Game => game::inputs_ui(ui, w, &s.game, filter, cap_gib),
+        }
+    }
+
+    fn gpu_ui(&mut self, ui: &mut Ui) {
+        let cat = Catalog::get();
+        let w = &mut self.workload;
+        ui.heading(tr("GPU"));
+        let gib_text =
+            |name: &str, gib: f64| trf("{name} ({gib} GiB)", &[("name", &name), ("gib", &gib)]);
+        let gpu_text = w
+            .gpu
+            .preset
+            .as_deref()
+            .and_then(|p| cat.gpu(p).ok())
+            .map_or_else(
+                || {
+                    w.gpu.vram_gib.map_or(tr("choose a GPU").into(), |v| {
+                        trf("{gib} GiB GPU", &[("gib", &v)])
+                    })
+                },
+                |g| gib_text(&g.name, g.vram_gib),
+            );
+        let gpus = cat
+            .gpus
+            .iter()
+            .map(|g| (g.id.as_str(), gib_text(&g.name, g.vram_gib)));
+        if let Some(id) = widgets::search_pick(
+            ui,
+            tr("GPU"),
+            gpu_text,
+            &mut self.gpu_filter,
+            gpus,
+            w.gpu.preset.as_deref(),
+        ) {
+            w.gpu.preset = Some(id);
+            w.gpu.vram_gib = None;
+        }
+        // Several cards only share the work of LLMs (ZeRO, tensor parallel).
+        if Family::of(w.run.task) == Family::Llm
+            && let Some(n) =
+                widgets::count_slider(ui, tr("GPU count"), w.gpu.count.unwrap_or(1), 1..=8, false)
+        {
+            w.gpu.count = u32::try_from(n).ok();
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The input widgets every workload kind uses: a searchable catalog picker, choice and
+//! spelling combo boxes, count sliders, and the one-line outcome of a file action.
+
+use crate::ui::i18n::{tr, trf};
+use egui::{ComboBox, Slider, Ui};
+use std::fmt::Display;
+
+/// Outcome of an open or save: a message, or what went wrong.
+pub type Status = Option<Result<String, String>>;
+
+/// Shows a status line (errors in the error colour).
+pub fn status_ui(ui: &mut Ui, status: &Status) {
+    match status {
+        Some(Ok(m)) => {
+            ui.label(m);
+        }
+        Some(Err(m)) => {
+            ui.colored_label(ui.visuals().error_fg_color, m);
+        }
+        None => {}
+    }
+}
+
+/// A combo box over catalog entries (id, text) with a search box on top; returns the id picked.
+pub fn search_pick<'a>(
+    ui: &mut Ui,
+    label: &str,
+    selected_text: String,
+    filter: &mut String,
+    items: impl Iterator<Item = (&'a str, String)>,
+    current: Option<&str>,
+) -> Option<String> {
+    let mut picked = None;
+    ComboBox::from_label(label)
+        .selected_text(selected_text)
+        .width(260.0)
+        .height(400.0)
+        .show_ui(ui, |ui| {
+            ui.add(
+                egui::TextEdit::singleline(filter)
+                    .hint_text(trf("Search {what}", &[("what", &label.to_lowercase())])),
+            );
+            let needle = filter.to_lowercase();
+            for (id, text) in items {
+                if !needle.is_empty() && !format!("{id} {text}").to_lowercase().contains(&needle) {
+                    continue;
+                }
+                if ui.selectable_label(current == Some(id), &text).clicked() {
+                    picked = Some(id.to_string());
+                }
+            }
+        });
+    picked
+}
+
+/// A slider over a count of the workload (batch, tokens, rank …); `Some` with the new value
+/// when the user moved it, ready for the file's integer field.
+pub fn count_slider(
+    ui: &mut Ui,
+    label: &str,
+    value: u32,
+    range: std::ops::RangeInclusive<u32>,
+    logarithmic: bool,
+) -> Option<i64> {
+    stepped_slider(ui, label, value, range, 1, logarithmic)
+}
+
+/// `count_slider` moving in steps of `step` from the start of `range` (image sides, frames).
+pub fn stepped_slider(
+    ui: &mut Ui,
+    label: &str,
+    value: u32,
+    range: std::ops::RangeInclusive<u32>,
+    step: u32,
+    logarithmic: bool,
+) -> Option<i64> {
+    let mut v = value;
+    ui.add(
+        Slider::new(&mut v, range)
+            .step_by(f64::from(step.max(1)))
+            .logarithmic(logarithmic)
+            .text(label),
+    )
+    .changed()
+    .then_some(i64::from(v))
+}
+
+/// A slider over GiB held by other programs, up to the card's size.
+pub fn other_programs(ui: &mut Ui, bytes: u64, capacity_gib: f64) -> Option<f64> {
+    let mut other = crate::units::gib(bytes);
+    ui.add(
+        Slider::new(&mut other, 0.0..=capacity_gib.max(1.0))
+            .suffix(" GiB")
+            .text(tr("Other programs")),
+    )
+    .changed()
+    .then_some(other)
+}
+
+/// A combo box over a choice enum; returns the new value when the user picked another one.
+pub fn pick<T: Copy + PartialEq + Display>(
+    ui: &mut Ui,
+    label: &str,
+    all: &[T],
+    current: T,
+) -> Option<T> {
+    let mut chosen = current;
+    ComboBox::from_label(label)
+        .selected_text(current.to_string())
+        .show_ui(ui, |ui| {
+            for v in all {
+                ui.selectable_value(&mut chosen, *v, v.to_string());
+            }
+        });
+    (chosen != current).then_some(chosen)
+}
+
+/// A combo box over spellings of a string-valued field (`run.weights`, `run.resolution` …).
+pub fn pick_name(ui: &mut Ui, label: &str, names: &[&str], current: &str) -> Option<String> {
+    let mut chosen = current;
+    ComboBox::from_label(label)
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for n in names {
+                ui.selectable_value(&mut chosen, *n, *n);
+            }
+        });
+    (chosen != current).then(|| chosen.to_string())
+}
+
+/// A checkbox over a flag of the workload; `Some` with the new value when clicked.
+pub fn flag(ui: &mut Ui, label: &str, value: bool) -> Option<bool> {
+    let mut v = value;
+    ui.checkbox(&mut v, label).changed().then_some(v)
+}
