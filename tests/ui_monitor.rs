@@ -2,11 +2,15 @@
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
+use vram_doctor::telemetry::demo::DemoSource;
+use vram_doctor::telemetry::replay::ReplaySource;
 use vram_doctor::telemetry::{
     GpuSample, MemorySample, ProcessSample, Snapshot, Source, SourceKind, SourceState,
 };
+use vram_doctor::ui::files::{Dialogs, FileDialog};
 use vram_doctor::ui::monitor::MonitorView;
 
 const GIB: u64 = 1 << 30;
@@ -47,12 +51,41 @@ fn harness(view: MonitorView) -> Harness<'static, MonitorView> {
 }
 
 fn connected() -> (mpsc::Sender<Snapshot>, Harness<'static, MonitorView>) {
+    connected_with_dialog(PathBuf::from("unused.jsonl"))
+}
+
+/// Answers every file dialog with one fixed path, as if the user had picked it.
+struct Picks(PathBuf);
+
+impl FileDialog for Picks {
+    fn open(&mut self, _: &str, _: &[&str]) -> Option<PathBuf> {
+        Some(self.0.clone())
+    }
+    fn save(&mut self, _: &str, _: &str, _: &[&str]) -> Option<PathBuf> {
+        Some(self.0.clone())
+    }
+}
+
+fn connected_with_dialog(path: PathBuf) -> (mpsc::Sender<Snapshot>, Harness<'static, MonitorView>) {
     let (tx, rx) = mpsc::channel();
     let mut v = MonitorView::default();
     v.connect(rx);
+    v.dialogs = Dialogs(Box::new(Picks(path)));
     let mut h = harness(v);
     h.run();
     (tx, h)
+}
+
+/// Runs frames until a label containing `text` shows (work on other threads lands), or fails.
+fn wait_for(h: &mut Harness<'static, MonitorView>, text: &str) {
+    for _ in 0..250 {
+        h.run();
+        if h.query_by_label_contains(text).is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    h.get_by_label_contains(text);
 }
 
 #[test]
@@ -118,4 +151,170 @@ fn without_a_gpu_it_says_why_and_offers_the_demo() {
     }
     h.get_by_label_contains("GPU 0: ");
     h.get_by_label_contains("Source: DEMO");
+}
+
+#[test]
+fn small_plots_show_utilization_pcie_and_temperature_from_the_demo() {
+    let (tx, mut h) = connected();
+    let mut demo = DemoSource::new(5);
+    // Past the demo's model load, so the PCIe traffic is in MB/s.
+    let snaps: Vec<Snapshot> = (0..45).map(|_| demo.sample()).collect();
+    let last = snaps.last().unwrap().gpus[0].clone();
+    snaps.into_iter().for_each(|s| tx.send(s).unwrap());
+    h.run();
+    h.get_by_label(&format!(
+        "Utilization: GPU {} %, memory controller {} %",
+        last.util_gpu_pct.unwrap(),
+        last.util_mem_pct.unwrap()
+    ));
+    h.get_by_label(&format!("Temperature: {} °C", last.temp_c.unwrap()));
+    h.get_by_label_contains("PCIe traffic: to the GPU ");
+    assert!(h.query_by_label_contains("not reported").is_none());
+}
+
+#[test]
+fn a_metric_the_source_does_not_report_says_so() {
+    let (tx, mut h) = connected();
+    let mut s = snapshot(0, 6);
+    s.gpus[0].util_gpu_pct = Some(40);
+    tx.send(s).unwrap();
+    h.run();
+    h.get_by_label("Temperature: not reported");
+    h.get_by_label("PCIe traffic: not reported");
+    h.get_by_label("Utilization: 40 %");
+}
+
+#[test]
+fn the_time_window_and_reset_view_buttons_work() {
+    let (tx, mut h) = connected();
+    tx.send(snapshot(0, 6)).unwrap();
+    h.run();
+    h.get_by_label("1 min").click();
+    h.run();
+    assert_eq!(
+        h.state().span,
+        vram_doctor::ui::monitor::Span::OneMinute,
+        "window selector"
+    );
+    h.get_by_label("Reset view").click();
+    h.run();
+    h.get_by_label("GPU 0: Test GPU");
+}
+
+fn replay(path: &Path) -> Vec<Snapshot> {
+    let mut r = ReplaySource::open(path).unwrap();
+    let mut out = vec![];
+    loop {
+        let s = r.sample();
+        if r.finished() {
+            assert_eq!(r.skipped(), 0);
+            return out;
+        }
+        out.push(s);
+    }
+}
+
+#[test]
+fn a_recording_holds_every_reading_and_opens_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.jsonl");
+    let (tx, mut h) = connected_with_dialog(file.clone());
+    tx.send(snapshot(0, 6)).unwrap();
+    h.run();
+    h.get_by_label("Record…").click();
+    h.run();
+    h.get_by_label_contains("Recording to ");
+    let sent: Vec<Snapshot> = (1..=4).map(|t| snapshot(t, 6 + t)).collect();
+    tx.send(sent[0].clone()).unwrap();
+    tx.send(sent[1].clone()).unwrap();
+    h.run();
+    // Paused, and then on another tab: readings still reach the file.
+    h.get_by_label("Pause").click();
+    h.run();
+    tx.send(sent[2].clone()).unwrap();
+    h.run();
+    tx.send(sent[3].clone()).unwrap();
+    h.state_mut().hide();
+    h.run();
+    h.get_by_label("Stop recording").click();
+    h.run();
+    h.get_by_label(&format!("Saved 4 readings to {}", file.display()));
+
+    let back = replay(&file);
+    assert_eq!(back.len(), sent.len());
+    for (b, s) in back.iter().zip(&sent) {
+        assert_eq!((b.time_ms, &b.gpus), (s.time_ms, &s.gpus));
+    }
+
+    // The same file opened in the monitor replaces the live readings.
+    h.get_by_label("Open recording…").click();
+    wait_for(&mut h, "Opened ");
+    h.get_by_label(&format!("Opened {}: 4 readings", file.display()));
+    h.get_by_label("Source: REPLAY of a recording");
+    h.get_by_label("10.00 GiB of 24.00 GiB in use");
+    h.get_by_label("Back to live");
+}
+
+#[test]
+fn recording_into_a_file_that_is_not_a_recording_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.csv");
+    std::fs::write(&file, "my,own,data\n").unwrap();
+    let (tx, mut h) = connected_with_dialog(file.clone());
+    tx.send(snapshot(0, 6)).unwrap();
+    h.run();
+    h.get_by_label("Record…").click();
+    h.run();
+    h.get_by_label_contains("Cannot record: ");
+    h.get_by_label_contains("notes.csv exists and is not a vram-doctor CSV recording");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "my,own,data\n");
+    h.get_by_label("Record…");
+}
+
+#[test]
+fn a_malformed_recording_is_named_and_the_monitor_keeps_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("photo.jsonl");
+    std::fs::write(&foreign, "\u{89}PNG not a recording\n").unwrap();
+    let (tx, mut h) = connected_with_dialog(foreign.clone());
+    tx.send(snapshot(0, 6)).unwrap();
+    h.run();
+    h.get_by_label("Open recording…").click();
+    h.run();
+    h.get_by_label_contains(&format!(
+        "Cannot open the recording: {}: not a vram-doctor recording",
+        foreign.display()
+    ));
+    // Still live: the next reading shows.
+    tx.send(snapshot(1, 9)).unwrap();
+    h.run();
+    h.get_by_label("9.00 GiB of 24.00 GiB in use");
+
+    // A recording with a damaged line: the good readings show, the line is named.
+    let damaged = dir.path().join("damaged.jsonl");
+    let good = serde_json::to_string(&snapshot(2, 7)).unwrap();
+    std::fs::write(&damaged, format!("{good}\n{{\"time_ms\": \"noon\"}}\n")).unwrap();
+    h.state_mut().dialogs = Dialogs(Box::new(Picks(damaged.clone())));
+    h.get_by_label("Open recording…").click();
+    wait_for(&mut h, "damaged lines skipped");
+    h.get_by_label_contains(&format!(
+        "Opened {}: 1 readings; 1 damaged lines skipped (line 2: ",
+        damaged.display()
+    ));
+    h.get_by_label("7.00 GiB of 24.00 GiB in use");
+
+    // Nothing readable at all: said so, naming the file and the line.
+    let empty = dir.path().join("broken.jsonl");
+    std::fs::write(&empty, "{\"time_ms\": \"noon\"}\n").unwrap();
+    h.state_mut().dialogs = Dialogs(Box::new(Picks(empty.clone())));
+    h.get_by_label("Open recording…").click();
+    wait_for(&mut h, "holds no readings");
+    h.get_by_label_contains(&format!(
+        "{} holds no readings that can be read (line 1: ",
+        empty.display()
+    ));
+    h.state_mut().feed.detect = no_gpu;
+    h.get_by_label("Back to live").click();
+    h.run();
+    h.get_by_label("No GPU readings");
 }

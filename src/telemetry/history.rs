@@ -13,14 +13,25 @@ pub struct Point {
     pub time_ms: u64,
     /// Memory no process can get any more (used + reserved), bytes.
     pub used: Option<u64>,
+    /// Of `used`, what the driver and firmware hold, bytes (`None` where the source cannot tell).
+    #[serde(default)]
+    pub reserved: Option<u64>,
     pub total: Option<u64>,
     /// Shared / GTT memory in use, bytes.
     pub shared_used: Option<u64>,
     pub util_gpu: Option<f32>,
+    /// Memory-controller busy percent (not capacity).
+    #[serde(default)]
+    pub util_mem: Option<f32>,
     pub temp_c: Option<f32>,
     pub power_w: Option<f32>,
     /// PCIe RX + TX, KB/s.
     pub pcie_kbps: Option<f32>,
+    /// PCIe received (host to GPU) and sent, KB/s, each as the source reports it.
+    #[serde(default)]
+    pub pcie_rx_kbps: Option<f32>,
+    #[serde(default)]
+    pub pcie_tx_kbps: Option<f32>,
     pub thermal_throttle: bool,
     pub power_throttle: bool,
     pub lost: bool,
@@ -32,15 +43,21 @@ impl Point {
         Point {
             time_ms,
             used: g.memory.map(|m| m.unavailable()),
+            reserved: g
+                .memory
+                .and_then(|m| m.reserved.filter(|_| !m.used_includes_reserved)),
             total: g.memory.map(|m| m.total),
             shared_used: g.shared.map(|s| s.used),
             util_gpu: g.util_gpu_pct.map(|v| v as f32),
+            util_mem: g.util_mem_pct.map(|v| v as f32),
             temp_c: g.temp_c.map(|v| v as f32),
             power_w: g.power_w.map(|v| v as f32),
             pcie_kbps: match (g.pcie_rx_kbps, g.pcie_tx_kbps) {
                 (None, None) => None,
                 (rx, tx) => Some(rx.unwrap_or(0) as f32 + tx.unwrap_or(0) as f32),
             },
+            pcie_rx_kbps: g.pcie_rx_kbps.map(|v| v as f32),
+            pcie_tx_kbps: g.pcie_tx_kbps.map(|v| v as f32),
             thermal_throttle: throttle.iter().any(|r| r.is_thermal()),
             power_throttle: throttle.iter().any(|r| r.is_power()),
             lost: g.status == GpuStatus::Lost,
@@ -80,13 +97,18 @@ impl Default for HistoryConfig {
     }
 }
 
+/// Values a bucket averages: utilization, temperature, power, PCIe (sum), memory-controller
+/// utilization, PCIe RX, PCIe TX; in the order of [`Acc::means_of`].
+const MEANS: usize = 7;
+
 /// Running sums for the bucket being filled.
 #[derive(Debug, Clone, Default)]
 struct Acc {
     first: Option<Point>,
-    n: [u32; 4],
-    sum: [f64; 4],
+    n: [u32; MEANS],
+    sum: [f64; MEANS],
     max_used: Option<u64>,
+    max_reserved: Option<u64>,
     max_shared: Option<u64>,
     flags: (bool, bool, bool),
     total: Option<u64>,
@@ -98,10 +120,10 @@ impl Acc {
             self.first = Some(*p);
         }
         self.max_used = self.max_used.max(p.used);
+        self.max_reserved = self.max_reserved.max(p.reserved);
         self.max_shared = self.max_shared.max(p.shared_used);
         self.total = p.total.or(self.total);
-        let vals = [p.util_gpu, p.temp_c, p.power_w, p.pcie_kbps];
-        for (i, v) in vals.iter().enumerate() {
+        for (i, v) in Self::means_of(p).iter().enumerate() {
             if let Some(v) = v {
                 self.n[i] += 1;
                 self.sum[i] += f64::from(*v);
@@ -114,6 +136,18 @@ impl Acc {
         );
     }
 
+    fn means_of(p: &Point) -> [Option<f32>; MEANS] {
+        [
+            p.util_gpu,
+            p.temp_c,
+            p.power_w,
+            p.pcie_kbps,
+            p.util_mem,
+            p.pcie_rx_kbps,
+            p.pcie_tx_kbps,
+        ]
+    }
+
     fn mean(&self, i: usize) -> Option<f32> {
         (self.n[i] > 0).then(|| (self.sum[i] / f64::from(self.n[i])) as f32)
     }
@@ -123,12 +157,16 @@ impl Acc {
         Some(Point {
             time_ms: first.time_ms,
             used: self.max_used,
+            reserved: self.max_reserved,
             total: self.total,
             shared_used: self.max_shared,
             util_gpu: self.mean(0),
+            util_mem: self.mean(4),
             temp_c: self.mean(1),
             power_w: self.mean(2),
             pcie_kbps: self.mean(3),
+            pcie_rx_kbps: self.mean(5),
+            pcie_tx_kbps: self.mean(6),
             thermal_throttle: self.flags.0,
             power_throttle: self.flags.1,
             lost: self.flags.2,
@@ -191,6 +229,20 @@ impl GpuHistory {
     pub fn since(&self, since_ms: u64) -> impl Iterator<Item = &Point> {
         let start = self.recent.partition_point(|p| p.time_ms < since_ms);
         self.recent.range(start..)
+    }
+
+    /// Every point (buckets, then full rate) with `from_ms <= time <= to_ms`, oldest first: what
+    /// a plot showing that stretch of time needs, found by binary search so a view of a minute
+    /// costs a minute of points however long the history is.
+    pub fn between(&self, from_ms: u64, to_ms: u64) -> impl Iterator<Item = Point> + '_ {
+        let old = self.older.partition_point(|p| p.time_ms < from_ms);
+        let new = self.recent.partition_point(|p| p.time_ms < from_ms);
+        self.older
+            .range(old..)
+            .copied()
+            .chain(self.acc.finish().filter(|p| p.time_ms >= from_ms))
+            .chain(self.recent.range(new..).copied())
+            .take_while(move |p| p.time_ms <= to_ms)
     }
 
     pub fn len(&self) -> usize {
@@ -298,6 +350,34 @@ mod tests {
             Some(50.0),
             "buckets average the rest: {bucket:?}"
         );
+    }
+
+    #[test]
+    fn between_spans_buckets_and_full_rate_points() {
+        let mut h = History::new(HistoryConfig {
+            recent: 10,
+            bucket_ms: 5000,
+            ..Default::default()
+        });
+        for t in 0..40u64 {
+            let mut s = snap(t * 1000, t, 10);
+            s.gpus[0].pcie_rx_kbps = Some(t as u32);
+            h.push(&s);
+        }
+        let g = h.gpu("index-0").unwrap();
+        let times = |a, b| g.between(a, b).map(|p| p.time_ms).collect::<Vec<_>>();
+        // Full rate: the last ten seconds.
+        assert_eq!(times(35_000, 37_000), vec![35_000, 36_000, 37_000]);
+        // Older: one point per five-second bucket, stamped with its first second.
+        assert_eq!(times(9_000, 21_000), vec![10_000, 15_000, 20_000]);
+        assert!(times(100_000, 200_000).is_empty());
+        let all: Vec<Point> = g.between(0, u64::MAX).collect();
+        assert_eq!(all.len(), g.points().count());
+        // Buckets keep the peak memory and average the rest, PCIe directions included.
+        let b = all.iter().find(|p| p.time_ms == 10_000).unwrap();
+        assert_eq!(b.used, Some(14 + 10));
+        assert_eq!(b.reserved, Some(10));
+        assert_eq!(b.pcie_rx_kbps, Some(12.0));
     }
 
     #[test]

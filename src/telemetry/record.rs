@@ -77,6 +77,14 @@ impl Recorder {
         self.write_raw(record.as_bytes())
     }
 
+    /// Flushes everything written to the disk and closes the file. Each record already reached
+    /// the operating system with its own `write`; this also survives a power cut.
+    pub fn finish(self) -> Result<(), String> {
+        self.file
+            .sync_all()
+            .map_err(|e| format!("cannot flush {}: {e}", self.path.display()))
+    }
+
     fn rotate(&mut self) -> Result<(), String> {
         let mut old = self.path.clone().into_os_string();
         old.push(".1");

@@ -115,6 +115,13 @@ impl eframe::App for VramDoctorApp {
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, eframe::APP_KEY, &self.state);
     }
+
+    /// The window is cleared to the panel colour, so a view may leave its panel unfilled: on a
+    /// software renderer an opaque full-window rectangle doubled the cost of each frame
+    /// (README, "Measured cost").
+    fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
+        visuals.panel_fill.to_normalized_gamma_f32()
+    }
 }
 
 /// Theme choice in words: egui's own theme buttons are emoji the bundled fonts do not have.
