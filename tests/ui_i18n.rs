@@ -4,7 +4,7 @@
 
 use egui::accesskit::Role;
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable, by};
 use skrifa::MetadataProvider;
 use skrifa::instance::{LocationRef, Size};
 use skrifa::outline::DrawSettings;
@@ -589,4 +589,103 @@ fn the_language_is_kept_between_sessions() {
     // A state saved before the switch existed reads as English.
     let old: vram_doctor::ui::AppState = serde_json::from_str(r#"{"tab":"Doctor"}"#).unwrap();
     assert_eq!((old.lang, old.tab), (Lang::English, Tab::Doctor));
+}
+
+/// Every English string literal of `src/ui/` (outside tests and i18n.rs) that reads as text:
+/// what a label showing one of them in Chinese mode would have forgotten to translate.
+fn ui_literals() -> BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/ui"), &mut files);
+    files
+        .iter()
+        .filter(|f| !f.ends_with("i18n.rs"))
+        .flat_map(|f| {
+            let src = std::fs::read_to_string(f).unwrap();
+            let code = src
+                .split("#[cfg(test)]")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            tokens(&code)
+        })
+        .filter_map(|t| match t {
+            Tok::Str(s) if s.chars().filter(|c| c.is_ascii_alphabetic()).count() >= 3 => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Walks every tab in Chinese (each planner kind, the monitor with demo data, the doctor's
+/// wizard, each catalog shelf and the add form) and fails on any label or value that is still
+/// one of the UI's English literals: a string shown without `tr`, or passed to `tr` through a
+/// variable the source scan cannot see and missing from the table.
+#[test]
+fn nothing_english_from_the_ui_shows_in_chinese() {
+    let table = zh_table();
+    let english: BTreeSet<String> = ui_literals()
+        .into_iter()
+        .filter(|l| table.get(l) != Some(l))
+        // The product's name is a name.
+        .filter(|l| l != "VRAM Doctor")
+        .collect();
+    assert!(english.contains("Read message"), "the literal scan works");
+    let mut h = app(None);
+    h.state_mut().state.lang = Lang::SimplifiedChinese;
+    h.run();
+    i18n::set_lang(Lang::SimplifiedChinese);
+    let mut shown: BTreeMap<String, &'static str> = BTreeMap::new();
+    let mut look = |h: &mut Harness<'static, VramDoctorApp>, step: &'static str| {
+        for n in h.query_all(by().predicate(|_| true)) {
+            let node = n.accesskit_node();
+            for t in [node.label(), node.value()].into_iter().flatten() {
+                shown.entry(t).or_insert(step);
+            }
+        }
+    };
+    let click = |h: &mut Harness<'static, VramDoctorApp>, en: &'static str| {
+        h.get_all_by_label(i18n::tr(en))
+            .next()
+            .unwrap_or_else(|| panic!("no {en:?} to click"))
+            .click();
+        h.run();
+    };
+    look(&mut h, "planner");
+    for kind in ["LLM training", "Diffusion", "Game", "LLM inference"] {
+        click(&mut h, kind);
+        look(&mut h, kind);
+    }
+    click(&mut h, "Monitor");
+    look(&mut h, "monitor without a GPU");
+    click(&mut h, "Show demo data");
+    for _ in 0..100 {
+        h.run();
+        if h.query_by_label_contains("GPU 0").is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    h.run();
+    look(&mut h, "monitor with demo data");
+    click(&mut h, "Doctor");
+    click(&mut h, "Start without a message");
+    look(&mut h, "doctor");
+    click(&mut h, "Catalog");
+    for shelf in ["Models", "Games", "GPUs"] {
+        click(&mut h, shelf);
+        look(&mut h, shelf);
+    }
+    click(&mut h, "Add GPU…");
+    look(&mut h, "catalog form");
+    i18n::set_lang(Lang::English);
+    let untranslated: Vec<String> = shown
+        .iter()
+        .filter(|(t, _)| english.contains(t.as_str()))
+        .map(|(t, step)| format!("{t:?} (seen at: {step})"))
+        .collect();
+    assert!(
+        untranslated.is_empty(),
+        "shown in English in the Chinese app (wrap it in tr/trf, or add its entry to \
+         assets/i18n/zh-CN.toml):\n{}",
+        untranslated.join("\n")
+    );
 }

@@ -4,6 +4,7 @@
 use super::form::{Form, FormKind};
 use super::{Action, Pick};
 use crate::catalog::Catalog;
+use crate::catalog::GpuKind;
 use crate::catalog::user::{UserGpu, UserModel, UserPresets};
 use crate::memory::diffusion::catalog::DiffusionCatalog;
 use crate::memory::game::catalog::GameCatalog;
@@ -59,6 +60,17 @@ fn grid(ui: &mut Ui, id: &str, headers: &[&'static str], rows: impl FnOnce(&mut 
         });
 }
 
+/// A card's kind in words, in the interface language.
+fn kind_text(k: GpuKind) -> &'static str {
+    tr(match k {
+        GpuKind::Desktop => "desktop",
+        GpuKind::Laptop => "laptop",
+        GpuKind::Workstation => "workstation",
+        GpuKind::Datacenter => "datacenter",
+        GpuKind::Unified => "unified",
+    })
+}
+
 pub(super) fn gpus_ui(ui: &mut Ui, user: &UserPresets, hit: Hit, action: &mut Option<Action>) {
     let headers = ["", "GPU", "Memory", "Bandwidth", "Kind", ""];
     grid(ui, "catalog_gpus", &headers, |ui| {
@@ -88,7 +100,7 @@ pub(super) fn gpus_ui(ui: &mut Ui, user: &UserPresets, hit: Hit, action: &mut Op
             ui.label(&g.name).on_hover_text(&g.source);
             ui.label(format!("{} GiB", g.vram_gib));
             ui.label(format!("{:.0} GB/s", g.bandwidth_gbs));
-            ui.label(format!("{:?}", g.kind).to_lowercase());
+            ui.label(kind_text(g.kind));
             ui.horizontal(|ui| {
                 if plan_button(ui, &g.name) {
                     *action = Some(Action::Pick(Pick::Gpu(g.id.clone())));
