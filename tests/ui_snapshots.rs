@@ -5,6 +5,7 @@
 //! after an intended change; look at them before committing.
 
 use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
 use vram_doctor::telemetry::{Source, SourceState};
 use vram_doctor::ui::{Tab, VramDoctorApp};
 
@@ -12,9 +13,10 @@ fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
     Err(SourceState::NoGpu)
 }
 
-/// The app as a first start shows it on `tab`, in the window's default size.
+/// The app as a first start shows it on `tab`, in the window's default size, once the GPU
+/// probe of the top bar has answered (it runs on its own thread).
 fn window(tab: Tab) -> Harness<'static, VramDoctorApp> {
-    Harness::builder()
+    let mut h = Harness::builder()
         .with_size([1200.0, 780.0])
         .wgpu()
         .build_eframe(move |cc| {
@@ -26,7 +28,15 @@ fn window(tab: Tab) -> Harness<'static, VramDoctorApp> {
             ));
             app.state.catalog.use_file(none.join("user-presets.toml"));
             app
-        })
+        });
+    for _ in 0..500 {
+        h.run();
+        if h.query_by_label("no GPU found here").is_some() {
+            return h;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the GPU probe did not answer within 5 s");
 }
 
 #[test]
