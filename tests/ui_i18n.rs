@@ -439,8 +439,8 @@ fn every_breakdown_part_has_a_chinese_name() {
     );
 }
 
-/// The planner shows a plan's changes through `tr_template(Strategy::template())`: every
-/// strategy's template needs an entry.
+/// The planner shows a plan's changes through `tr_template(Strategy::template())` (LLM) and
+/// `tr(Strategy::label())` (diffusion): every strategy needs an entry.
 #[test]
 fn every_strategy_template_has_a_chinese_entry() {
     use vram_doctor::memory::dtype::KvDtype;
@@ -508,6 +508,13 @@ fn every_strategy_template_has_a_chinese_entry() {
         i18n::set_lang(Lang::English);
         assert!(!zh.contains('{'), "{zh}: a placeholder left unfilled");
         assert_eq!(i18n::tr_template(template, &values), s.describe());
+    }
+    for s in vram_doctor::plan::diffusion::Strategy::ALL {
+        assert!(
+            table.contains_key(s.label()),
+            "no entry in assets/i18n/zh-CN.toml for the diffusion strategy {:?}",
+            s.label()
+        );
     }
 }
 
@@ -688,4 +695,60 @@ fn nothing_english_from_the_ui_shows_in_chinese() {
          assets/i18n/zh-CN.toml):\n{}",
         untranslated.join("\n")
     );
+}
+
+/// The window in Chinese, rendered by wgpu on the CPU like tests/ui_snapshots.rs (same
+/// tolerance, kittest.toml): the CJK subset's glyphs drawn for real, sitting on the line with
+/// the Latin text, and the doctor's wizard in Chinese. `UPDATE_SNAPSHOTS=1` rewrites them.
+fn chinese_window(tab: Tab) -> Harness<'static, VramDoctorApp> {
+    let mut h = Harness::builder()
+        .with_size([1200.0, 780.0])
+        .wgpu()
+        .build_eframe(move |cc| {
+            let mut app = VramDoctorApp::new(cc, Some(tab));
+            app.state.monitor.feed.detect = no_gpu;
+            app.state.lang = Lang::SimplifiedChinese;
+            let none = std::env::temp_dir().join(format!(
+                "vram-doctor-i18n-snapshot-no-config-{}",
+                std::process::id()
+            ));
+            app.state.catalog.use_file(none.join("user-presets.toml"));
+            app
+        });
+    i18n::set_lang(Lang::SimplifiedChinese);
+    let probe_done = i18n::tr("no GPU found here");
+    i18n::set_lang(Lang::English);
+    for _ in 0..500 {
+        h.run();
+        if h.query_by_label(probe_done).is_some() {
+            return h;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the GPU probe did not answer within 5 s");
+}
+
+#[test]
+fn snapshot_planner_in_chinese() {
+    let mut h = chinese_window(Tab::Planner);
+    h.run();
+    h.snapshot("planner_zh");
+}
+
+#[test]
+fn snapshot_doctor_in_chinese() {
+    let mut h = chinese_window(Tab::Doctor);
+    h.get_by_label("不带消息开始").click();
+    h.run();
+    // The first answer, to show a step of the history and the next question.
+    h.get_all_by_role(Role::Button)
+        .find(|b| {
+            b.accesskit_node()
+                .label()
+                .is_some_and(|l| l.starts_with("AI 程序"))
+        })
+        .expect("the out-of-memory option")
+        .click();
+    h.run();
+    h.snapshot("doctor_zh");
 }

@@ -184,18 +184,19 @@ pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan) -> bool {
     if p.fits_as_is {
         ui.label(tr("Fits as is: no change needed."));
     } else if !p.strategies.is_empty() {
+        let labels: Vec<&str> = p.strategies.iter().map(|s| tr(s.label())).collect();
         ui.strong(trf(
             "Recommended plan: {plan} ({time}× the time; {quality})",
             &[
-                ("plan", &p.labels.join(" + ")),
+                ("plan", &labels.join(" + ")),
                 ("time", &format!("{:.2}", p.speed_factor)),
-                ("quality", &p.quality_note),
+                ("quality", &tr(&p.quality_note)),
             ],
         ));
         ui.label(&p.why);
         apply = ui.button(tr("Apply plan")).clicked();
     } else {
-        ui.label(&p.why);
+        ui.label(tr(&p.why));
     }
     if p.max_width == 0 {
         ui.label(tr("No image size fits this card."));

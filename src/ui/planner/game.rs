@@ -107,7 +107,7 @@ pub fn advice_ui(ui: &mut Ui, a: &GameAdvice) -> bool {
     };
     ui.colored_label(color, text);
     for s in &a.signs {
-        ui.label(format!("• {s}"));
+        ui.label(format!("• {}", tr(s)));
     }
     if !a.lower_first.is_empty() {
         ui.add_space(6.0);
@@ -117,7 +117,8 @@ pub fn advice_ui(ui: &mut Ui, a: &GameAdvice) -> bool {
             .spacing([16.0, 4.0])
             .show(ui, |ui| {
                 for c in &a.lower_first {
-                    ui.label(format!("{}: {} → {}", c.setting, c.from, c.to));
+                    let (what, from, to) = (tr(&c.setting), tr(&c.from), tr(&c.to));
+                    ui.label(format!("{what}: {from} → {to}"));
                     ui.label(trf("saves {bytes}", &[("bytes", &human(c.saves_bytes))]));
                     ui.end_row();
                 }

@@ -9,7 +9,7 @@ use crate::memory::{
     Task, WorkloadFile,
 };
 use crate::plan::Plan;
-use crate::ui::i18n::{tr, trf};
+use crate::ui::i18n::{tr, tr_template, trf};
 use crate::ui::widgets::{count_slider, other_programs, pick, pick_name, search_pick};
 use crate::units::human;
 use egui::{Slider, Ui};
@@ -143,6 +143,19 @@ pub fn inputs_ui(
     }
 }
 
+/// The plan's changes in the interface language, figures kept (`Strategy::template`).
+fn changes_text(p: &Plan) -> String {
+    let lines: Vec<String> = p
+        .changes
+        .iter()
+        .map(|s| {
+            let (template, values) = s.template();
+            tr_template(template, &values)
+        })
+        .collect();
+    lines.join(" + ")
+}
+
 /// The recommended plan, the largest batch and longest sequence that fit; true when "Apply
 /// plan" was clicked.
 pub fn plan_ui(ui: &mut Ui, p: &Plan) -> bool {
@@ -154,9 +167,9 @@ pub fn plan_ui(ui: &mut Ui, p: &Plan) -> bool {
         ui.strong(trf(
             "Recommended plan: {plan} ({speed}× speed; {quality})",
             &[
-                ("plan", &p.strategies.join(" + ")),
+                ("plan", &changes_text(p)),
                 ("speed", &format!("{:.2}", p.speed_factor)),
-                ("quality", &p.quality_note),
+                ("quality", &tr(&p.quality_note)),
             ],
         ));
         ui.label(trf(
