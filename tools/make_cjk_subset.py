@@ -2,7 +2,7 @@
 """Builds assets/fonts/NotoSansCJKsc-subset.otf: Noto Sans CJK SC cut down to the characters the
 app's texts use, so Chinese renders on machines without any CJK font.
 
-Run it after adding or changing Chinese text (tests/i18n.rs names this script when a character
+Run it after adding or changing Chinese text (tests/ui_i18n.rs names this script when a character
 is missing from the subset):
 
     apt-get install fonts-noto-cjk      # Debian/Ubuntu; or pass --source FILE
