@@ -224,3 +224,98 @@ fn games_and_image_models_open_in_the_planner_as_their_kind() {
             .expect("the picked preset plans");
     }
 }
+
+#[test]
+fn the_top_bar_gpu_picker_searches_the_catalog() {
+    let mut h = app(Some(Tab::Planner));
+    h.run();
+    h.get_by_role_and_label(Role::ComboBox, "GPU").click();
+    h.run();
+    assert!(
+        h.query_all_by_label_contains("(16 GiB)").count() > 0,
+        "the open list shows 16 GiB cards"
+    );
+    h.get_by_role(Role::TextInput).focus();
+    h.run();
+    h.get_by_role(Role::TextInput).type_text("3060");
+    h.run();
+    assert_eq!(
+        h.query_all_by_label_contains("(16 GiB)").count(),
+        0,
+        "the search hides other cards"
+    );
+    h.get_by_label("NVIDIA GeForce RTX 3060 12GB (12 GiB)")
+        .click();
+    h.run();
+    let gpu = &h.state().state.planner.workload.gpu;
+    assert_eq!(gpu.preset.as_deref(), Some("rtx-3060-12gb"));
+    assert_eq!(gpu.vram_gib, None);
+    h.get_by_label_contains("of 12.00 GiB, ");
+}
+
+/// A machine whose only card is the demo source's (23.99 GiB, a name the catalog lacks).
+fn demo_gpu() -> Result<Box<dyn Source>, SourceState> {
+    Ok(Box::new(vram_doctor::telemetry::demo::DemoSource::new(7)))
+}
+
+#[test]
+fn this_machines_cards_come_first_in_the_gpu_picker_with_their_real_size() {
+    let mut h = Harness::builder()
+        .with_size([1200.0, 800.0])
+        .build_eframe(|cc| {
+            let mut app = VramDoctorApp::new(cc, Some(Tab::Planner));
+            app.state.monitor.feed.detect = demo_gpu;
+            app
+        });
+    // The probe runs on its own thread and wakes the UI when done.
+    for _ in 0..200 {
+        h.run();
+        h.get_by_role_and_label(Role::ComboBox, "GPU").click();
+        h.run();
+        if h.query_all_by_label_contains("this machine")
+            .next()
+            .is_some()
+        {
+            break;
+        }
+        h.key_press(egui::Key::Escape);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let ours = h.get_by_label_contains("DEMO GeForce RTX 4090 (synthetic data) (23.99 GiB)");
+    let catalog_first = h.get_by_label_contains("GTX 1050 Ti (4 GiB)");
+    assert!(
+        ours.rect().top() < catalog_first.rect().top(),
+        "this machine's card is listed above the catalog"
+    );
+    h.get_all_by_label_contains("this machine")
+        .next()
+        .unwrap()
+        .click();
+    h.run();
+    let gpu = &h.state().state.planner.workload.gpu;
+    // Unknown to the catalog: planned by the size its driver reports.
+    assert_eq!(gpu.preset, None);
+    let total = gpu.vram_gib.expect("the driver's size");
+    assert!((total - 23.99).abs() < 0.01, "{total}");
+}
+
+#[test]
+fn the_tabs_can_be_reached_and_opened_with_the_keyboard() {
+    let mut h = app(Some(Tab::Planner));
+    h.run();
+    // Tab moves the focus from widget to widget, starting at the top bar.
+    for _ in 0..10 {
+        h.key_press(egui::Key::Tab);
+        h.run();
+        if h.get_by_label("Doctor").is_focused() {
+            break;
+        }
+    }
+    assert!(
+        h.get_by_label("Doctor").is_focused(),
+        "Tab reaches the Doctor tab"
+    );
+    h.key_press(egui::Key::Enter);
+    h.run();
+    assert_eq!(h.state().state.tab, Tab::Doctor);
+}

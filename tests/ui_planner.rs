@@ -127,35 +127,6 @@ fn an_invalid_combination_says_why_instead_of_a_verdict() {
 }
 
 #[test]
-fn the_gpu_picker_searches_the_catalog() {
-    let mut h = harness(view(PathBuf::from("unused.toml")));
-    h.run();
-    h.get_by_role_and_label(Role::ComboBox, "GPU").click();
-    h.run();
-    assert!(
-        h.query_all_by_label_contains("(16 GiB)").count() > 0,
-        "the open list shows 16 GiB cards"
-    );
-    h.get_by_role(Role::TextInput).focus();
-    h.run();
-    h.get_by_role(Role::TextInput).type_text("3060");
-    h.run();
-    assert_eq!(
-        h.query_all_by_label_contains("(16 GiB)").count(),
-        0,
-        "the search hides other cards"
-    );
-    h.get_by_label("NVIDIA GeForce RTX 3060 12GB (12 GiB)")
-        .click();
-    h.run();
-    assert_eq!(
-        h.state().workload.gpu.preset.as_deref(),
-        Some("rtx-3060-12gb")
-    );
-    h.get_by_label_contains("of 12.00 GiB, ");
-}
-
-#[test]
 fn applying_the_recommended_plan_makes_it_fit() {
     let mut v = view(PathBuf::from("unused.toml"));
     v.workload.gpu.preset = Some("rtx-3060-12gb".into());

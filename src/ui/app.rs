@@ -4,6 +4,7 @@
 use super::Tab;
 use super::catalog::CatalogView;
 use super::doctor::DoctorView;
+use super::gpu_picker::GpuPicker;
 use super::monitor::MonitorView;
 use super::planner::PlannerView;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ pub struct AppState {
 
 pub struct VramDoctorApp {
     pub state: AppState,
+    /// The top bar's GPU picker; what it picks is the planner's `[gpu]`, saved with the planner.
+    gpu_picker: GpuPicker,
 }
 
 impl VramDoctorApp {
@@ -35,13 +38,18 @@ impl VramDoctorApp {
         if let Some(t) = start_tab {
             state.tab = t;
         }
-        VramDoctorApp { state }
+        VramDoctorApp {
+            state,
+            gpu_picker: GpuPicker::default(),
+        }
     }
 }
 
 impl eframe::App for VramDoctorApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let s = &mut self.state;
+        // The machine's cards are read once, with the monitor's source finder.
+        self.gpu_picker.start(ui.ctx(), s.monitor.feed.detect);
         egui::Panel::top("top_bar").show(ui, |ui| {
             ui.horizontal(|ui| {
                 ui.strong("VRAM Doctor");
@@ -49,6 +57,8 @@ impl eframe::App for VramDoctorApp {
                 for t in Tab::ALL {
                     ui.selectable_value(&mut s.tab, t, t.title());
                 }
+                ui.separator();
+                self.gpu_picker.ui(ui, &mut s.planner.workload.gpu);
                 ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), theme_ui);
             });
         });

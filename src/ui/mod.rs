@@ -9,9 +9,11 @@ mod bar;
 pub mod catalog;
 pub mod doctor;
 pub mod files;
+mod gpu_picker;
 pub mod i18n;
 pub mod monitor;
 pub mod planner;
+mod widgets;
 
 pub use app::{AppState, VramDoctorApp};
 

@@ -2,9 +2,6 @@
 //! the memory savers each engine has; the plan with its time and quality cost, and the largest
 //! size and batch that fit.
 
-use super::widgets::{
-    count_slider, flag, other_programs, pick, pick_name, search_pick, stepped_slider,
-};
 use crate::memory::diffusion::parts::weight_names;
 use crate::memory::diffusion::{
     CpuOffload, DiffusionCatalog, DiffusionModel, DiffusionWorkload, ModelKind, VramMode,
@@ -13,6 +10,9 @@ use crate::memory::workload::ModelSection;
 use crate::memory::{Attention, Engine, WorkloadFile};
 use crate::plan::diffusion::DiffusionPlan;
 use crate::ui::i18n::{tr, trf};
+use crate::ui::widgets::{
+    count_slider, flag, other_programs, pick, pick_name, search_pick, stepped_slider,
+};
 use egui::{Slider, Ui};
 
 /// The engines that run diffusion models (what `run.engine` accepts for them).

@@ -1,12 +1,12 @@
 //! Opening and saving the workload file, and opening a model file in place of a preset. The
 //! file's `[run] task` decides the kind the tab shows.
 
-use super::widgets::status_ui;
 use super::{Family, PlannerView};
 use crate::memory::workload::ModelSection;
 use crate::memory::{Task, WorkloadFile};
 use crate::ui::files::write_atomic;
 use crate::ui::i18n::{tr, trf};
+use crate::ui::widgets::status_ui;
 use egui::Ui;
 use std::path::Path;
 

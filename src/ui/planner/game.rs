@@ -2,12 +2,12 @@
 //! game model has; the advice: verdict against the budget the OS gives a game, what running
 //! out looks like, and which setting to lower first with what it saves.
 
-use super::widgets::{flag, other_programs, pick, pick_name, search_pick};
 use crate::memory::WorkloadFile;
 use crate::memory::game::{GameCatalog, GameRun, TextureQuality, Upscaler};
 use crate::memory::workload::ModelSection;
 use crate::plan::game::{GameAdvice, Verdict};
 use crate::ui::i18n::{tr, trf};
+use crate::ui::widgets::{flag, other_programs, pick, pick_name, search_pick};
 use crate::units::human;
 use egui::Ui;
 

@@ -1,7 +1,6 @@
 //! LLM inference and training: the model picker, the run's knobs, and the recommended plan
 //! with the largest batch and longest sequence that fit.
 
-use super::widgets::{count_slider, other_programs, pick, pick_name, search_pick};
 use crate::catalog::Catalog;
 use crate::memory::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
 use crate::memory::workload::ModelSection;
@@ -11,6 +10,7 @@ use crate::memory::{
 };
 use crate::plan::Plan;
 use crate::ui::i18n::{tr, trf};
+use crate::ui::widgets::{count_slider, other_programs, pick, pick_name, search_pick};
 use crate::units::human;
 use egui::{Slider, Ui};
 

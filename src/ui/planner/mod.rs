@@ -13,10 +13,9 @@ mod game;
 mod kind;
 mod llm;
 mod summary;
-mod widgets;
 
 use super::files::Dialogs;
-use super::i18n::{tr, trf};
+use super::i18n::tr;
 use crate::catalog::Catalog;
 use crate::memory::any::{AnyWorkload, resolve_any};
 use crate::memory::diffusion::DiffusionWorkload;
@@ -26,6 +25,7 @@ use crate::memory::{Breakdown, Run, WorkloadFile};
 use crate::plan::diffusion::DiffusionPlan;
 use crate::plan::game::GameAdvice;
 use crate::plan::{PlanResult, plan_any};
+use crate::ui::widgets::{self, Status};
 use egui::Ui;
 pub use export::ExportView;
 pub use kind::Parked;
@@ -34,7 +34,6 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 pub use summary::verdict;
-use widgets::Status;
 
 /// What a first start shows: a common consumer card (the workload-file example's in
 /// `DESIGN.md`); the catalog's first when it is missing.
@@ -52,9 +51,7 @@ pub struct PlannerView {
     pub export: ExportView,
     /// The other kinds' models and knobs.
     pub parked: Parked,
-    /// Filters typed into the GPU and model pickers.
-    #[serde(skip)]
-    gpu_filter: String,
+    /// Filter typed into the model picker.
     #[serde(skip)]
     model_filter: String,
     /// Outcome of the last open/save, shown under the buttons.
@@ -146,7 +143,6 @@ impl Default for PlannerView {
             path: None,
             export: ExportView::default(),
             parked: Parked::default(),
-            gpu_filter: String::new(),
             model_filter: String::new(),
             status: None,
             cache: None,
@@ -257,40 +253,9 @@ impl PlannerView {
         }
     }
 
+    /// The card itself is picked in the top bar (`ui::gpu_picker`); here only how many.
     fn gpu_ui(&mut self, ui: &mut Ui) {
-        let cat = Catalog::get();
         let w = &mut self.workload;
-        ui.heading(tr("GPU"));
-        let gib_text =
-            |name: &str, gib: f64| trf("{name} ({gib} GiB)", &[("name", &name), ("gib", &gib)]);
-        let gpu_text = w
-            .gpu
-            .preset
-            .as_deref()
-            .and_then(|p| cat.gpu(p).ok())
-            .map_or_else(
-                || {
-                    w.gpu.vram_gib.map_or(tr("choose a GPU").into(), |v| {
-                        trf("{gib} GiB GPU", &[("gib", &v)])
-                    })
-                },
-                |g| gib_text(&g.name, g.vram_gib),
-            );
-        let gpus = cat
-            .gpus
-            .iter()
-            .map(|g| (g.id.as_str(), gib_text(&g.name, g.vram_gib)));
-        if let Some(id) = widgets::search_pick(
-            ui,
-            tr("GPU"),
-            gpu_text,
-            &mut self.gpu_filter,
-            gpus,
-            w.gpu.preset.as_deref(),
-        ) {
-            w.gpu.preset = Some(id);
-            w.gpu.vram_gib = None;
-        }
         // Several cards only share the work of LLMs (ZeRO, tensor parallel).
         if Family::of(w.run.task) == Family::Llm
             && let Some(n) =

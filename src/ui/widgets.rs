@@ -1,4 +1,4 @@
-//! The input widgets every workload kind uses: a searchable catalog picker, choice and
+//! Input widgets the views share: a searchable catalog picker, choice and
 //! spelling combo boxes, count sliders, and the one-line outcome of a file action.
 
 use crate::ui::i18n::{tr, trf};
