@@ -318,3 +318,21 @@ fn a_malformed_recording_is_named_and_the_monitor_keeps_running() {
     h.run();
     h.get_by_label("No GPU readings");
 }
+
+/// The monitor repaints only when a reading arrives: taking one must cost one frame, with no
+/// follow-up frame requested by a widget whose size changed (the idle-CPU budget in the README
+/// assumes one frame a second).
+#[test]
+fn a_new_reading_costs_one_frame() {
+    let (tx, mut h) = connected();
+    tx.send(snapshot(0, 6)).unwrap();
+    h.run();
+    for (t, used) in [(1, 12), (2, 7), (3, 23), (4, 9)] {
+        let mut s = snapshot(t, used);
+        s.gpus[0].util_gpu_pct = Some(used as u32 * 4);
+        s.gpus[0].temp_c = Some(40 + used as u32);
+        tx.send(s).unwrap();
+        assert_eq!(h.run(), 1, "reading {t} took more than one frame");
+        h.get_by_label(&format!("{used}.00 GiB of 24.00 GiB in use"));
+    }
+}

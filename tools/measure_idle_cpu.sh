@@ -4,12 +4,13 @@
 # at one reading a second, and resident memory (VmRSS, VmHWM).
 #
 #   tools/measure_idle_cpu.sh [BINARY]            (default target/release/vram-doctor)
-#   WARM=6 SPAN=20 TAB=monitor DEMO=1 tools/measure_idle_cpu.sh
+#   WARM=6 SPAN=20 TAB=monitor DEMO=1 AWAY=0 tools/measure_idle_cpu.sh
 #
 # Setup (the README's figures): Xvfb with Mesa's software OpenGL (llvmpipe), a 1200×780 window
 # (the app's default size) on a larger screen so the pointer can rest outside it, a fresh HOME
 # (no restored state), no window manager. DEMO=1 clicks "Show demo data" on the no-GPU panel;
-# on a machine with a GPU set DEMO=0 to measure the live source. Needs Xvfb and xdotool
+# on a machine with a GPU set DEMO=0 to measure the live source. AWAY=1 then clicks the Planner
+# tab, to measure the monitor sampling in the background while another tab is shown. Needs Xvfb and xdotool
 # (Debian: xvfb xdotool libgl1-mesa-dri). Extra environment (LP_NUM_THREADS=…) is passed through.
 set -euo pipefail
 bin=${1:-target/release/vram-doctor}
@@ -17,6 +18,7 @@ warm=${WARM:-6}
 span=${SPAN:-20}
 tab=${TAB:-monitor}
 demo=${DEMO:-1}
+away=${AWAY:-0}
 [[ -x $bin ]] || { echo "no binary at $bin (cargo build --release)" >&2; exit 2; }
 for t in Xvfb xdotool; do
   command -v "$t" >/dev/null || { echo "$t is missing (apt-get install xvfb xdotool)" >&2; exit 2; }
@@ -57,6 +59,10 @@ if [[ $demo == 1 && $tab == monitor ]]; then
   sleep 1
   # "Show demo data" sits centred under the no-GPU message (x = half the window's width).
   xdotool mousemove 600 163 click 1
+  if [[ $away == 1 ]]; then
+    sleep 1
+    xdotool mousemove 139 12 click 1   # the "Planner" tab in the top bar
+  fi
 fi
 # Rest the pointer outside the window so no hover or tooltip is involved.
 xdotool mousemove 1500 950
@@ -71,8 +77,8 @@ rss=$(awk '/^VmRSS/ {print $2}' "/proc/$app/status")
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$app/status")
 threads=$(awk '/^Threads/ {print $2}' "/proc/$app/status")
 awk -v s="$start" -v w="$shown" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$ticks" \
-    -v rss="$rss" -v hwm="$hwm" -v th="$threads" -v tab="$tab" -v demo="$demo" 'BEGIN {
-  printf "tab %s%s: window on screen after %.2f s\n", tab, (demo == 1 && tab == "monitor") ? " (demo data)" : "", w - s
+    -v rss="$rss" -v hwm="$hwm" -v th="$threads" -v tab="$tab" -v demo="$demo" -v away="$away" 'BEGIN {
+  printf "tab %s%s%s: window on screen after %.2f s\n", tab, (demo == 1 && tab == "monitor") ? " (demo data)" : "", away == 1 ? ", then the planner tab" : "", w - s
   printf "CPU %.2f %% of one core over %.1f s (utime+stime %d ticks at %d Hz)\n", (c1 - c0) / hz / (t1 - t0) * 100, t1 - t0, c1 - c0, hz
   printf "RSS %.0f MB (peak %.0f MB), %d threads\n", rss / 1024, hwm / 1024, th
 }'

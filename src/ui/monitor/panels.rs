@@ -39,6 +39,11 @@ pub(super) fn alerts_ui(ui: &mut Ui, alerts: &[Alert]) {
     }
 }
 
+/// Widths of the process table's columns (name, PID, memory, share). Fixed, because egui's
+/// `Grid` remembers its column widths and asks for two more frames whenever one changes, which
+/// the changing memory figures did about once a second.
+const COLUMNS: [f32; 4] = [280.0, 70.0, 100.0, 100.0];
+
 /// Name, pid, memory and share of the card of each process holding memory.
 pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64) {
     let procs = g.processes.as_deref().unwrap_or_default();
@@ -48,33 +53,40 @@ pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64) {
         ));
         return;
     }
-    egui::Grid::new(("processes", g.index))
-        .striped(true)
-        .num_columns(4)
-        .spacing([16.0, 4.0])
-        .show(ui, |ui| {
-            for h in ["Process", "PID", "Memory", "Share of card"] {
-                ui.strong(tr(h));
-            }
-            ui.end_row();
-            for p in procs {
-                ui.label(p.name.as_deref().unwrap_or("?"));
-                ui.label(p.pid.to_string());
-                match p.used {
-                    Some(u) if total > 0 => {
-                        ui.label(human(u));
-                        ui.label(format!("{:.0}%", u as f64 / total as f64 * 100.0));
-                    }
-                    Some(u) => {
-                        ui.label(human(u));
-                        ui.label("?");
-                    }
-                    None => {
-                        ui.label("?");
-                        ui.label("?");
-                    }
-                }
-                ui.end_row();
-            }
-        });
+    let header = ["Process", "PID", "Memory", "Share of card"]
+        .map(|h| egui::RichText::new(tr(h)).strong().into());
+    row_ui(ui, header, false);
+    for (i, p) in procs.iter().enumerate() {
+        let (memory, share) = match p.used {
+            Some(u) if total > 0 => (human(u), format!("{:.0}%", u as f64 / total as f64 * 100.0)),
+            Some(u) => (human(u), "?".into()),
+            None => ("?".into(), "?".into()),
+        };
+        let name = p.name.clone().unwrap_or_else(|| "?".into());
+        let cells = [name, p.pid.to_string(), memory, share].map(Into::into);
+        row_ui(ui, cells, i % 2 == 0);
+    }
+}
+
+/// One row of the process table; `stripe` shades it, as a striped grid would.
+fn row_ui(ui: &mut Ui, cells: [egui::WidgetText; 4], stripe: bool) {
+    let height = ui.spacing().interact_size.y;
+    let width: f32 = COLUMNS.iter().sum();
+    let (row, _) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
+    if stripe {
+        ui.painter()
+            .rect_filled(row, 0.0, ui.visuals().faint_bg_color);
+    }
+    let mut x = row.left() + 4.0;
+    for (w, text) in COLUMNS.iter().zip(cells) {
+        let cell =
+            egui::Rect::from_min_size(egui::pos2(x, row.top()), egui::vec2(*w - 8.0, height));
+        ui.new_child(
+            egui::UiBuilder::new()
+                .max_rect(cell)
+                .layout(egui::Layout::left_to_right(egui::Align::Center)),
+        )
+        .add(egui::Label::new(text).truncate());
+        x += w;
+    }
 }

@@ -56,30 +56,91 @@ impl TimeAxis {
             // No filled background: with four plots per GPU it cost a fifth of the idle CPU on
             // the software renderer (0.80 % → 0.60 % of a core); the grid marks the area.
             .show_background(false)
+            // Grid lines at least 20 points apart (egui_plot: 8): fewer shapes to draw.
+            .grid_spacing(egui::Rangef::new(20.0, 300.0))
             .x_grid_spacer(egui_plot::uniform_grid_spacer(time_steps))
             .x_axis_formatter(|mark, _| clock(mark.value))
             .label_formatter(move |pos| Some(hover_label(pos, unit)));
         if self.reset { plot.reset() } else { plot }
     }
 
-    /// The stretch of time (ms) whose points a plot needs: the time window while the plot
-    /// follows the readings, else what it showed last frame with half its width added on each
-    /// side, so that panning never shows a gap.
-    fn range_ms(&self, p: &PlotUi<'_>) -> (u64, u64) {
+    /// What a plot needs this frame: the stretch of time whose points it shows (the time window
+    /// while it follows the readings, else what it showed last frame with half its width added
+    /// on each side, so that panning never shows a gap), and the width of [`PIXELS_PER_BUCKET`]
+    /// on its x axis.
+    fn window(&self, p: &PlotUi<'_>) -> Window {
+        let width_px = f64::from(p.transform().frame().width()).max(1.0);
+        let buckets = width_px / PIXELS_PER_BUCKET;
         if p.auto_bounds().x {
-            return (self.last_ms.saturating_sub(self.span_ms), self.last_ms);
+            return Window {
+                from_ms: self.last_ms.saturating_sub(self.span_ms),
+                to_ms: self.last_ms,
+                bucket_s: self.span_ms as f64 / 1000.0 / buckets,
+            };
         }
         let b = p.plot_bounds();
         let (lo, hi) = (b.min()[0], b.max()[0]);
         let pad = (hi - lo) / 2.0;
-        (self.ms(lo - pad), self.ms(hi + pad))
+        Window {
+            from_ms: self.ms(lo - pad),
+            to_ms: self.ms(hi + pad),
+            bucket_s: (hi - lo) / buckets,
+        }
     }
 
-    /// The points of one series: (x, value) for each point that has a value.
-    fn series(&self, pts: &[Point], value: impl Fn(&Point) -> Option<f64>) -> PlotPoints<'static> {
-        pts.iter()
-            .filter_map(|p| value(p).map(|v| [self.x(p.time_ms), v]))
-            .collect()
+    /// One series as plot points: (x, value) for each point that has a value, at most the
+    /// lowest and the highest per bucket of the window, so that peaks stay and a line never has
+    /// more points than the plot has pixels (each point costs triangles to tessellate and, on a
+    /// software renderer, to set up and rasterize, without showing anything more).
+    fn series(
+        &self,
+        pts: &[Point],
+        bucket_s: f64,
+        value: impl Fn(&Point) -> Option<f64>,
+    ) -> PlotPoints<'static> {
+        let mut out = Vec::with_capacity(pts.len().min(4096));
+        let mut bucket: Option<(i64, [f64; 2], [f64; 2])> = None;
+        for p in pts {
+            let Some(v) = value(p) else { continue };
+            let x = self.x(p.time_ms);
+            let k = (x / bucket_s.max(1e-9)).floor() as i64;
+            match &mut bucket {
+                Some((key, lo, hi)) if *key == k => {
+                    if v < lo[1] {
+                        *lo = [x, v];
+                    }
+                    if v > hi[1] {
+                        *hi = [x, v];
+                    }
+                }
+                _ => {
+                    push_bucket(&mut out, bucket.take());
+                    bucket = Some((k, [x, v], [x, v]));
+                }
+            }
+        }
+        push_bucket(&mut out, bucket);
+        PlotPoints::from(out)
+    }
+}
+
+/// Horizontal pixels per bucket of a plotted series (two points at most per bucket).
+const PIXELS_PER_BUCKET: f64 = 6.0;
+
+/// See [`TimeAxis::window`].
+struct Window {
+    from_ms: u64,
+    to_ms: u64,
+    bucket_s: f64,
+}
+
+/// A bucket's lowest and highest point, in time order (one point when they are the same).
+fn push_bucket(out: &mut Vec<[f64; 2]>, bucket: Option<(i64, [f64; 2], [f64; 2])>) {
+    let Some((_, lo, hi)) = bucket else { return };
+    let (a, b) = if lo[0] <= hi[0] { (lo, hi) } else { (hi, lo) };
+    out.push(a);
+    if b != a {
+        out.push(b);
     }
 }
 
@@ -90,7 +151,7 @@ fn time_steps(input: GridInput) -> [f64; 3] {
     ];
     let i = NICE
         .iter()
-        .position(|s| *s >= input.base_step_size * 8.0)
+        .position(|s| *s >= input.base_step_size * 3.0)
         .unwrap_or(NICE.len() - 3)
         .min(NICE.len() - 3);
     [NICE[i], NICE[i + 1], NICE[i + 2]]
@@ -130,8 +191,8 @@ fn group(g: &GpuSample) -> Id {
     Id::unique(("monitor-time", g.key()))
 }
 
-fn points(history: Option<&GpuHistory>, (from, to): (u64, u64)) -> Vec<Point> {
-    history.map_or_else(Vec::new, |h| h.between(from, to).collect())
+fn points(history: Option<&GpuHistory>, w: &Window) -> Vec<Point> {
+    history.map_or_else(Vec::new, |h| h.between(w.from_ms, w.to_ms).collect())
 }
 
 /// Memory over time: in use (used + reserved), reserved, the card's total and the planner's peak.
@@ -152,16 +213,20 @@ pub(super) fn memory_ui(
         .x_axis_label(tr("time since the first reading (min:s)"))
         .y_axis_label("GiB")
         .show(ui, |p| {
-            let pts = points(history, axis.range_ms(p));
+            let w = axis.window(p);
+            let pts = points(history, &w);
             p.line(
-                Line::new(tr("in use"), axis.series(&pts, |p| p.used.map(gib)))
-                    .color(visuals.hyperlink_color),
+                Line::new(
+                    tr("in use"),
+                    axis.series(&pts, w.bucket_s, |p| p.used.map(gib)),
+                )
+                .color(visuals.hyperlink_color),
             );
             if pts.iter().any(|p| p.reserved.is_some()) {
                 p.line(
                     Line::new(
                         tr("reserved by the driver"),
-                        axis.series(&pts, |p| p.reserved.map(gib)),
+                        axis.series(&pts, w.bucket_s, |p| p.reserved.map(gib)),
                     )
                     .color(visuals.weak_text_color()),
                 );
@@ -291,10 +356,12 @@ pub(super) fn small_plots_ui(
                 plot
             };
             let shown = plot.include_y(0.0).include_y(m.include_y).show(ui, |p| {
-                let pts = points(history, axis.range_ms(p));
+                let w = axis.window(p);
+                let pts = points(history, &w);
                 for s in m.series {
                     if pts.iter().any(|p| (s.value)(p).is_some()) {
-                        p.line(Line::new(tr(s.name), axis.series(&pts, s.value)));
+                        let line = axis.series(&pts, w.bucket_s, s.value);
+                        p.line(Line::new(tr(s.name), line));
                         drawn = true;
                     }
                 }
@@ -311,4 +378,58 @@ pub(super) fn small_plots_ui(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axis() -> TimeAxis {
+        TimeAxis {
+            origin_ms: 10_000,
+            last_ms: 20_000,
+            span_ms: 10_000,
+            reset: false,
+        }
+    }
+
+    fn xy(pts: &PlotPoints<'_>) -> Vec<(f64, f64)> {
+        pts.points().iter().map(|p| (p.x, p.y)).collect()
+    }
+
+    #[test]
+    fn series_keeps_each_buckets_low_and_high_in_time_order() {
+        let pts: Vec<Point> = [5.0, 9.0, 1.0, 4.0, 7.0, 7.0]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Point {
+                time_ms: 10_000 + 1000 * i as u64,
+                util_gpu: Some(*v),
+                ..Default::default()
+            })
+            .chain([Point {
+                time_ms: 17_000,
+                ..Default::default()
+            }])
+            .collect();
+        let util = |p: &Point| p.util_gpu.map(f64::from);
+        // Buckets of 3 s: [0, 3) holds 5, 9, 1; [3, 6) holds 4, 7, 7; a point without a value is
+        // left out.
+        assert_eq!(
+            xy(&axis().series(&pts, 3.0, util)),
+            vec![(1.0, 9.0), (2.0, 1.0), (3.0, 4.0), (4.0, 7.0)]
+        );
+        // Buckets narrower than the readings keep every point.
+        let all = xy(&axis().series(&pts, 0.5, util));
+        assert_eq!(all.len(), 6);
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn times_read_as_minutes_and_seconds() {
+        assert_eq!(clock(0.0), "0:00");
+        assert_eq!(clock(95.0), "1:35");
+        assert_eq!(clock(-30.0), "-0:30");
+        assert_eq!(clock(3_725.0), "1:02:05");
+    }
 }
