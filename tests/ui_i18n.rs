@@ -649,7 +649,16 @@ fn nothing_english_from_the_ui_shows_in_chinese() {
             }
         }
     };
+    // Some targets appear only after a background thread answered (the monitor's source, the
+    // GPU probe), which takes longer when the whole suite runs at once: wait for them, bounded.
     let click = |h: &mut Harness<'static, VramDoctorApp>, en: &'static str| {
+        for _ in 0..250 {
+            if h.query_all_by_label(i18n::tr(en)).next().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            h.run();
+        }
         h.get_all_by_label(i18n::tr(en))
             .next()
             .unwrap_or_else(|| panic!("no {en:?} to click"))
