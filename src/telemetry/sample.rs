@@ -69,11 +69,22 @@ impl SourceState {
 
     /// One line: what is wrong and what to do. Wording follows the mapping in `monitor.md` §2.3.
     pub fn message(&self) -> String {
+        self.describe("use --demo to see how the monitor works")
+    }
+
+    /// As [`Self::message`], for the desktop app, whose monitor offers demo data by a button
+    /// rather than the command line's `--demo`.
+    pub fn message_in_app(&self) -> String {
+        self.describe("“Show demo data” shows how the monitor works")
+    }
+
+    /// The message, with `demo` as the way to see the monitor without a GPU.
+    fn describe(&self, demo: &str) -> String {
         match self {
             SourceState::Ok => "ok".into(),
-            SourceState::NoDriver(d) => format!(
-                "no NVIDIA driver found ({d}); install the NVIDIA driver, or use --demo to see how the monitor works"
-            ),
+            SourceState::NoDriver(d) => {
+                format!("no NVIDIA driver found ({d}); install the NVIDIA driver; {demo}")
+            }
             SourceState::NoPermission(d) => {
                 format!(
                     "no permission to read the GPU ({d}); run as a user with access to /dev/nvidia*"
@@ -87,9 +98,7 @@ impl SourceState {
                     "the GPU stopped answering ({d}); save your work and reboot; still retrying"
                 )
             }
-            SourceState::NoGpu => {
-                "the driver reports no GPU; use --demo to see how the monitor works".into()
-            }
+            SourceState::NoGpu => format!("the driver reports no GPU; {demo}"),
             SourceState::Ended => "end of the recording".into(),
             SourceState::Error(d) => format!("GPU monitoring failed: {d}; still retrying"),
         }
@@ -253,6 +262,21 @@ pub struct Snapshot {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_app_points_at_its_demo_button_and_the_command_line_at_its_flag() {
+        for state in [
+            SourceState::NoGpu,
+            SourceState::NoDriver("libnvidia-ml.so.1".into()),
+        ] {
+            assert!(state.message().contains("--demo"), "{state:?}");
+            let app = state.message_in_app();
+            assert!(
+                !app.contains("--demo") && app.contains("Show demo data"),
+                "{app}"
+            );
+        }
+    }
     use super::*;
 
     #[test]

@@ -52,10 +52,10 @@ pub struct GpuPicker {
 /// One sample of the detected source, turned into cards; runs off the UI thread because loading
 /// the driver library can take a moment.
 fn probe(detect: Detect) -> Result<Vec<DetectedGpu>, String> {
-    let mut source = detect().map_err(|s| s.message())?;
+    let mut source = detect().map_err(|s| s.message_in_app())?;
     let snapshot = source.sample();
     if !snapshot.state.is_ok() {
-        return Err(snapshot.state.message());
+        return Err(snapshot.state.message_in_app());
     }
     let cat = Catalog::get();
     Ok(snapshot

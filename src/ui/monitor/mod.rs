@@ -265,7 +265,7 @@ impl MonitorView {
             self.feed.started = true;
             match (self.feed.detect)() {
                 Ok(source) => self.start(ui.ctx(), source),
-                Err(state) => self.feed.unavailable = Some(state.message()),
+                Err(state) => self.feed.unavailable = Some(state.message_in_app()),
             }
         }
         self.take_live();
@@ -307,7 +307,7 @@ impl MonitorView {
             return;
         };
         if !latest.state.is_ok() {
-            ui.colored_label(ui.visuals().warn_fg_color, latest.state.message());
+            ui.colored_label(ui.visuals().warn_fg_color, latest.state.message_in_app());
         }
         panels::alerts_ui(ui, &self.feed.alerts);
         let axis = TimeAxis {
