@@ -6,24 +6,9 @@ use egui_kittest::kittest::Queryable;
 use vram_doctor::telemetry::{Source, SourceState};
 use vram_doctor::ui::{Tab, VramDoctorApp};
 
-/// The machine running the tests may have a GPU; the app tests behave as if it had none.
-fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
-    Err(SourceState::NoGpu)
-}
-
-fn app(start: Option<Tab>) -> Harness<'static, VramDoctorApp> {
-    Harness::builder()
-        .with_size([1200.0, 800.0])
-        .build_eframe(move |cc| {
-            let mut app = VramDoctorApp::new(cc, start);
-            app.state.monitor.feed.detect = no_gpu;
-            // Never the real config directory: a file that does not exist (nothing is saved).
-            let none =
-                std::env::temp_dir().join(format!("vram-doctor-no-config-{}", std::process::id()));
-            app.state.catalog.use_file(none.join("user-presets.toml"));
-            app
-        })
-}
+#[path = "common/app.rs"]
+mod common_app;
+use common_app::app;
 
 #[test]
 fn tabs_open_by_label() {

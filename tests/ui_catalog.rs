@@ -6,23 +6,21 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use std::path::{Path, PathBuf};
 use vram_doctor::catalog::user::{self, FILE_NAME, UserStore};
-use vram_doctor::telemetry::{Source, SourceState};
 use vram_doctor::ui::{Tab, VramDoctorApp};
 
-fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
-    Err(SourceState::NoGpu)
-}
+#[path = "common/app.rs"]
+mod common_app;
+use common_app::app_with;
+use vram_doctor::ui::i18n::Lang;
 
 /// The whole app on the catalog tab, with its presets file at `file`.
 fn app(file: PathBuf) -> Harness<'static, VramDoctorApp> {
-    let mut h = Harness::builder()
-        .with_size([1400.0, 1000.0])
-        .build_eframe(move |cc| {
-            let mut app = VramDoctorApp::new(cc, Some(Tab::Catalog));
-            app.state.monitor.feed.detect = no_gpu;
-            app.state.catalog.use_file(file.clone());
-            app
-        });
+    let mut h = app_with(
+        Harness::builder().with_size([1400.0, 1000.0]),
+        Some(Tab::Catalog),
+        Lang::English,
+        Some(file),
+    );
     h.run();
     h
 }

@@ -11,9 +11,12 @@ use skrifa::outline::DrawSettings;
 use skrifa::outline::pen::ControlBoundsPen;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use vram_doctor::telemetry::{Source, SourceState};
 use vram_doctor::ui::i18n::{self, Lang};
 use vram_doctor::ui::{CJK_FONT, Tab, VramDoctorApp};
+
+#[path = "common/app.rs"]
+mod common_app;
+use common_app::app;
 
 const REGENERATE: &str = "run `python3 tools/make_cjk_subset.py` (needs fonts-noto-cjk and fonttools, \
 see the README's Languages section) and commit assets/fonts/NotoSansCJKsc-subset.otf";
@@ -533,20 +536,6 @@ fn translations_keep_the_placeholders() {
 }
 
 // ---- The switch in the running app ---------------------------------------------------------
-
-fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
-    Err(SourceState::NoGpu)
-}
-
-fn app(start: Option<Tab>) -> Harness<'static, VramDoctorApp> {
-    Harness::builder()
-        .with_size([1200.0, 800.0])
-        .build_eframe(move |cc| {
-            let mut app = VramDoctorApp::new(cc, start);
-            app.state.monitor.feed.detect = no_gpu;
-            app
-        })
-}
 
 /// Clicking 简体中文 turns the tabs and the doctor into Chinese, every tab draws (the harness
 /// fails on a glyph no font has), and clicking English turns it back.

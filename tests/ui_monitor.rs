@@ -10,8 +10,12 @@ use vram_doctor::telemetry::replay::ReplaySource;
 use vram_doctor::telemetry::{
     GpuSample, MemorySample, ProcessSample, Snapshot, Source, SourceKind, SourceState,
 };
-use vram_doctor::ui::files::{Dialogs, FileDialog};
+use vram_doctor::ui::files::Dialogs;
 use vram_doctor::ui::monitor::MonitorView;
+
+#[path = "common/app.rs"]
+mod common_app;
+use common_app::Picks;
 
 const GIB: u64 = 1 << 30;
 
@@ -52,18 +56,6 @@ fn harness(view: MonitorView) -> Harness<'static, MonitorView> {
 
 fn connected() -> (mpsc::Sender<Snapshot>, Harness<'static, MonitorView>) {
     connected_with_dialog(PathBuf::from("unused.jsonl"))
-}
-
-/// Answers every file dialog with one fixed path, as if the user had picked it.
-struct Picks(PathBuf);
-
-impl FileDialog for Picks {
-    fn open(&mut self, _: &str, _: &[&str]) -> Option<PathBuf> {
-        Some(self.0.clone())
-    }
-    fn save(&mut self, _: &str, _: &str, _: &[&str]) -> Option<PathBuf> {
-        Some(self.0.clone())
-    }
 }
 
 fn connected_with_dialog(path: PathBuf) -> (mpsc::Sender<Snapshot>, Harness<'static, MonitorView>) {

@@ -8,20 +8,12 @@ use vram_doctor::export::{ExportKind, render};
 use vram_doctor::memory::WorkloadFile;
 use vram_doctor::memory::any::resolve_any;
 use vram_doctor::plan::plan_any;
-use vram_doctor::ui::files::{Dialogs, FileDialog};
+use vram_doctor::ui::files::Dialogs;
 use vram_doctor::ui::planner::PlannerView;
 
-/// Answers every dialog with one fixed path, as if the user had picked it.
-struct Picks(PathBuf);
-
-impl FileDialog for Picks {
-    fn open(&mut self, _: &str, _: &[&str]) -> Option<PathBuf> {
-        Some(self.0.clone())
-    }
-    fn save(&mut self, _: &str, _: &str, _: &[&str]) -> Option<PathBuf> {
-        Some(self.0.clone())
-    }
-}
+#[path = "common/app.rs"]
+mod common_app;
+use common_app::Picks;
 
 /// An 8B model in bf16 on a 24 GiB card: about 15 GiB of weights, so it fits at batch 1.
 fn view(dialog_path: PathBuf) -> PlannerView {

@@ -8,31 +8,22 @@
 use egui::accesskit::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::{Harness, image_snapshot};
-use vram_doctor::telemetry::{Source, SourceState};
 use vram_doctor::ui::i18n::{self, Lang};
 use vram_doctor::ui::{Tab, VramDoctorApp};
 
-fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
-    Err(SourceState::NoGpu)
-}
+#[path = "common/app.rs"]
+mod common_app;
+use common_app::app_with;
 
 /// The app as a first start shows it on `tab` in `lang`, in the window's default size, once the
 /// GPU probe of the top bar has answered (it runs on its own thread).
 fn window(tab: Tab, lang: Lang) -> Harness<'static, VramDoctorApp> {
-    let mut h = Harness::builder()
-        .with_size([1200.0, 780.0])
-        .wgpu()
-        .build_eframe(move |cc| {
-            let mut app = VramDoctorApp::new(cc, Some(tab));
-            app.state.monitor.feed.detect = no_gpu;
-            app.state.lang = lang;
-            let none = std::env::temp_dir().join(format!(
-                "vram-doctor-snapshot-no-config-{}",
-                std::process::id()
-            ));
-            app.state.catalog.use_file(none.join("user-presets.toml"));
-            app
-        });
+    let mut h = app_with(
+        Harness::builder().with_size([1200.0, 780.0]).wgpu(),
+        Some(tab),
+        lang,
+        None,
+    );
     i18n::set_lang(lang);
     let probe_done = i18n::tr("no GPU found here");
     i18n::set_lang(Lang::English);

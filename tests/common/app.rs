@@ -1,0 +1,60 @@
+//! The whole app, or a view, as the UI tests drive it: a machine with no GPU whatever the test
+//! machine has, the user's presets never read from or written to the real config directory, and
+//! file dialogs answered without a person.
+#![allow(dead_code)]
+
+use egui_kittest::{Harness, HarnessBuilder};
+use std::path::PathBuf;
+use vram_doctor::telemetry::{Source, SourceState};
+use vram_doctor::ui::files::FileDialog;
+use vram_doctor::ui::i18n::Lang;
+use vram_doctor::ui::{Tab, VramDoctorApp};
+
+/// The GPU finder of a machine without one.
+pub fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
+    Err(SourceState::NoGpu)
+}
+
+/// The app from `builder` (size, renderer), opened on `start` in `lang`, with its presets file
+/// at `presets` or, when `None`, at a path that does not exist (nothing is read or saved).
+pub fn app_with(
+    builder: HarnessBuilder<VramDoctorApp>,
+    start: Option<Tab>,
+    lang: Lang,
+    presets: Option<PathBuf>,
+) -> Harness<'static, VramDoctorApp> {
+    let presets = presets.unwrap_or_else(|| {
+        std::env::temp_dir()
+            .join(format!("vram-doctor-no-config-{}", std::process::id()))
+            .join("user-presets.toml")
+    });
+    builder.build_eframe(move |cc| {
+        let mut app = VramDoctorApp::new(cc, start);
+        app.state.monitor.feed.detect = no_gpu;
+        app.state.lang = lang;
+        app.state.catalog.use_file(presets.clone());
+        app
+    })
+}
+
+/// The app in English in a 1200×800 window, without a renderer.
+pub fn app(start: Option<Tab>) -> Harness<'static, VramDoctorApp> {
+    app_with(
+        Harness::builder().with_size([1200.0, 800.0]),
+        start,
+        Lang::English,
+        None,
+    )
+}
+
+/// Answers every file dialog with one fixed path, as if the user had picked it.
+pub struct Picks(pub PathBuf);
+
+impl FileDialog for Picks {
+    fn open(&mut self, _: &str, _: &[&str]) -> Option<PathBuf> {
+        Some(self.0.clone())
+    }
+    fn save(&mut self, _: &str, _: &str, _: &[&str]) -> Option<PathBuf> {
+        Some(self.0.clone())
+    }
+}
