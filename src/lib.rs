@@ -14,5 +14,6 @@ pub mod import;
 pub mod memory;
 pub mod plan;
 pub mod telemetry;
+pub mod toml_file;
 pub mod ui;
 pub mod units;

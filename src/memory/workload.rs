@@ -125,16 +125,7 @@ pub struct WorkloadFile {
 impl WorkloadFile {
     /// Parses TOML text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| {
-            let msg = e.message().trim().to_string();
-            match e.span() {
-                Some(span) => {
-                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                    format!("{origin}: line {line}: {msg}")
-                }
-                None => format!("{origin}: {msg}"),
-            }
-        })
+        crate::toml_file::parse(text, origin)
     }
 
     /// Reads and parses a workload file, refusing anything that is not a small text file.

@@ -373,16 +373,7 @@ impl UserPresets {
     /// Parses and checks a presets file; `origin` names it in errors, which give the line of a
     /// syntax error or the entry and field of a bad value.
     pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
-        let p: UserPresets = toml::from_str(text).map_err(|e| {
-            let msg = e.message().trim().to_string();
-            match e.span() {
-                Some(span) => {
-                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                    format!("{origin}: line {line}: {msg}")
-                }
-                None => format!("{origin}: {msg}"),
-            }
-        })?;
+        let p: UserPresets = crate::toml_file::parse(text, origin)?;
         p.validate().map_err(|e| format!("{origin}: {e}"))?;
         Ok(p)
     }
