@@ -85,16 +85,24 @@ pub fn stepped_slider(
     .then_some(i64::from(v))
 }
 
-/// A slider over GiB held by other programs, up to the card's size.
-pub fn other_programs(ui: &mut Ui, bytes: u64, capacity_gib: f64) -> Option<f64> {
-    let mut other = crate::units::gib(bytes);
+/// A slider over an amount of memory in GiB, shown to 0.01 GiB; `Some` with the new value when
+/// the user moved it. Only the text is rounded: egui's `max_decimals` would round the value
+/// itself and report a change nobody made.
+pub fn gib_slider(ui: &mut Ui, label: &str, bytes: u64, max_gib: f64) -> Option<f64> {
+    let mut v = crate::units::gib(bytes);
     ui.add(
-        Slider::new(&mut other, 0.0..=capacity_gib.max(1.0))
+        Slider::new(&mut v, 0.0..=max_gib)
+            .custom_formatter(|v, _| format!("{v:.2}"))
             .suffix(" GiB")
-            .text(tr("Other programs")),
+            .text(label),
     )
     .changed()
-    .then_some(other)
+    .then_some(v)
+}
+
+/// A slider over GiB held by other programs, up to the card's size.
+pub fn other_programs(ui: &mut Ui, bytes: u64, capacity_gib: f64) -> Option<f64> {
+    gib_slider(ui, tr("Other programs"), bytes, capacity_gib.max(1.0))
 }
 
 /// A combo box over a choice enum; returns the new value when the user picked another one.

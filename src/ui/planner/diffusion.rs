@@ -11,9 +11,9 @@ use crate::memory::{Attention, Engine, WorkloadFile};
 use crate::plan::diffusion::DiffusionPlan;
 use crate::ui::i18n::{tr, trf};
 use crate::ui::widgets::{
-    count_slider, flag, other_programs, pick, pick_name, search_pick, stepped_slider,
+    count_slider, flag, gib_slider, other_programs, pick, pick_name, search_pick, stepped_slider,
 };
-use egui::{Slider, Ui};
+use egui::Ui;
 
 /// The engines that run diffusion models (what `run.engine` accepts for them).
 const ENGINES: [Engine; 2] = [Engine::ComfyUi, Engine::Diffusers];
@@ -120,16 +120,13 @@ pub fn inputs_ui(
         if let Some(v) = pick(ui, tr("ComfyUI VRAM mode"), VramMode::ALL, r.vram_mode) {
             f.vram_mode = Some(v);
         }
-        let mut reserve = crate::units::gib(r.reserve_vram_bytes);
-        if ui
-            .add(
-                Slider::new(&mut reserve, 0.0..=4.0)
-                    .suffix(" GiB")
-                    .text(tr("Reserved VRAM (--reserve-vram)")),
-            )
-            .changed()
-        {
-            f.reserve_vram_gib = Some(reserve);
+        if let Some(v) = gib_slider(
+            ui,
+            tr("Reserved VRAM (--reserve-vram)"),
+            r.reserve_vram_bytes,
+            4.0,
+        ) {
+            f.reserve_vram_gib = Some(v);
         }
     }
     if let Some(v) = pick(ui, tr("Attention"), Attention::ALL, r.attention) {
