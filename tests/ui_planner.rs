@@ -31,6 +31,14 @@ fn harness(v: PlannerView) -> Harness<'static, PlannerView> {
         .build_ui_state(|ui, v: &mut PlannerView| v.ui(ui), v)
 }
 
+/// Opens the combo box labelled `combo` and picks `option`, as a user does with the mouse.
+fn choose(h: &mut Harness<'static, PlannerView>, combo: &str, option: &str) {
+    h.get_by_role_and_label(Role::ComboBox, combo).click();
+    h.run();
+    h.get_by_label(option).click();
+    h.run();
+}
+
 #[test]
 fn raising_the_batch_turns_the_verdict() {
     let mut h = harness(view(PathBuf::from("unused.toml")));
@@ -172,19 +180,11 @@ fn an_export_is_previewed_and_saved() {
     v.workload.run.weights = Some("q4_k_m".into());
     let mut h = harness(v);
     h.run();
-    h.get_by_role_and_label(Role::ComboBox, "Export format")
-        .click();
-    h.run();
-    h.get_by_label("ollama").click();
-    h.run();
+    choose(&mut h, "Export format", "ollama");
     h.get_by_label_contains("PARAMETER num_gpu");
     assert!(h.query_by_label_contains("-ngl 999").is_none());
 
-    h.get_by_role_and_label(Role::ComboBox, "Export format")
-        .click();
-    h.run();
-    h.get_by_label("llama.cpp").click();
-    h.run();
+    choose(&mut h, "Export format", "llama.cpp");
     let node = h.get_by_label_contains("-ngl 999");
     // egui gives a label's text as the node's value (older versions: as its label).
     let preview = node
@@ -268,11 +268,7 @@ fn diffusion_toggles_write_the_workload() {
     h.get_by_label("Tiled VAE decode").click();
     h.run();
     assert_eq!(h.state().workload.run.vae_tiling, Some(true));
-    h.get_by_role_and_label(Role::ComboBox, "ComfyUI VRAM mode")
-        .click();
-    h.run();
-    h.get_by_label("lowvram").click();
-    h.run();
+    choose(&mut h, "ComfyUI VRAM mode", "lowvram");
     assert_eq!(
         h.state().workload.run.vram_mode.map(|m| m.as_str()),
         Some("lowvram")
@@ -321,24 +317,12 @@ fn a_game_gets_advice_and_its_plan_applies() {
         h.state().workload.model.preset.as_deref(),
         Some("hogwarts-legacy")
     );
-    h.get_by_role_and_label(Role::ComboBox, "Resolution")
-        .click();
-    h.run();
-    h.get_by_label("1920x1080").click();
-    h.run();
+    choose(&mut h, "Resolution", "1920x1080");
     h.get_by_label_contains("Within the game's budget");
     assert!(h.query_by_label("Apply plan").is_none());
 
-    h.get_by_role_and_label(Role::ComboBox, "Resolution")
-        .click();
-    h.run();
-    h.get_by_label("3840x2160").click();
-    h.run();
-    h.get_by_role_and_label(Role::ComboBox, "Texture quality")
-        .click();
-    h.run();
-    h.get_by_label("ultra").click();
-    h.run();
+    choose(&mut h, "Resolution", "3840x2160");
+    choose(&mut h, "Texture quality", "ultra");
     h.get_by_label("Ray tracing").click();
     h.run();
     assert_eq!(
