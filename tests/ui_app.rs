@@ -247,6 +247,7 @@ fn demo_gpu() -> Result<Box<dyn Source>, SourceState> {
 fn this_machines_cards_come_first_in_the_gpu_picker_with_their_real_size() {
     let mut h = Harness::builder()
         .with_size([1200.0, 800.0])
+        .with_max_steps(10)
         .build_eframe(|cc| {
             let mut app = VramDoctorApp::new(cc, Some(Tab::Planner));
             app.state.monitor.feed.detect = demo_gpu;

@@ -17,6 +17,10 @@ pub fn no_gpu() -> Result<Box<dyn Source>, SourceState> {
 
 /// The app from `builder` (size, renderer), opened on `start` in `lang`, with its presets file
 /// at `presets` or, when `None`, at a path that does not exist (nothing is read or saved).
+///
+/// `Harness::run` may take up to 10 frames to settle instead of kittest's 4: a popup or tooltip
+/// area needs sizing frames of its own, and the GPU probe's answer can arrive in the same run
+/// (seen once in a full-suite run: "would have settled after 6 steps").
 pub fn app_with(
     builder: HarnessBuilder<VramDoctorApp>,
     start: Option<Tab>,
@@ -28,7 +32,7 @@ pub fn app_with(
             .join(format!("vram-doctor-no-config-{}", std::process::id()))
             .join("user-presets.toml")
     });
-    builder.build_eframe(move |cc| {
+    builder.with_max_steps(10).build_eframe(move |cc| {
         let mut app = VramDoctorApp::new(cc, start);
         app.state.monitor.feed.detect = no_gpu;
         app.state.lang = lang;
