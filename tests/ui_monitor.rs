@@ -233,7 +233,10 @@ fn a_recording_holds_every_reading_and_opens_again() {
     h.run();
     h.get_by_label("Stop recording").click();
     h.run();
-    h.get_by_label(&format!("Saved 4 readings to {}", file.display()));
+    h.get_by_label(&format!(
+        "Recording saved to {} (readings: 4)",
+        file.display()
+    ));
 
     let back = replay(&file);
     assert_eq!(back.len(), sent.len());
@@ -244,7 +247,7 @@ fn a_recording_holds_every_reading_and_opens_again() {
     // The same file opened in the monitor replaces the live readings.
     h.get_by_label("Open recording…").click();
     wait_for(&mut h, "Opened ");
-    h.get_by_label(&format!("Opened {}: 4 readings", file.display()));
+    h.get_by_label(&format!("Opened {} (readings: 4)", file.display()));
     h.get_by_label("Source: REPLAY of a recording");
     h.get_by_label("10.00 GiB of 24.00 GiB in use");
     h.get_by_label("Back to live");
@@ -291,9 +294,9 @@ fn a_malformed_recording_is_named_and_the_monitor_keeps_running() {
     std::fs::write(&damaged, format!("{good}\n{{\"time_ms\": \"noon\"}}\n")).unwrap();
     h.state_mut().dialogs = Dialogs(Box::new(Picks(damaged.clone())));
     h.get_by_label("Open recording…").click();
-    wait_for(&mut h, "damaged lines skipped");
+    wait_for(&mut h, "damaged lines skipped: 1");
     h.get_by_label_contains(&format!(
-        "Opened {}: 1 readings; 1 damaged lines skipped (line 2: ",
+        "Opened {} (readings: 1; damaged lines skipped: 1, the first: line 2: ",
         damaged.display()
     ));
     h.get_by_label("7.00 GiB of 24.00 GiB in use");

@@ -180,7 +180,7 @@ fn summary(path: &Path, readings: u64, skipped: u64, first_error: Option<&str>) 
     if skipped > 0 {
         return Note {
             text: trf(
-                "Opened {path}: {n} readings; {skipped} damaged lines skipped ({problem})",
+                "Opened {path} (readings: {n}; damaged lines skipped: {skipped}, the first: {problem})",
                 &[
                     ("path", &path),
                     ("n", &readings),
@@ -193,7 +193,7 @@ fn summary(path: &Path, readings: u64, skipped: u64, first_error: Option<&str>) 
     }
     Note {
         text: trf(
-            "Opened {path}: {n} readings",
+            "Opened {path} (readings: {n})",
             &[("path", &path), ("n", &readings)],
         ),
         error: false,

@@ -55,7 +55,7 @@ impl MonitorView {
                     self.stop_recording();
                 } else {
                     ui.label(trf(
-                        "Recording to {path} ({n} readings)",
+                        "Recording to {path} (readings so far: {n})",
                         &[("path", &r.recorder.path().display()), ("n", &r.readings)],
                     ));
                 }
@@ -102,7 +102,7 @@ impl MonitorView {
         self.note = Some(match r.stop() {
             Ok((path, n)) => Note {
                 text: trf(
-                    "Saved {n} readings to {path}",
+                    "Recording saved to {path} (readings: {n})",
                     &[("n", &n), ("path", &path.display())],
                 ),
                 error: false,
@@ -127,7 +127,7 @@ impl MonitorView {
                 r.stop().ok();
             }
             self.note_error(trf(
-                "Recording stopped: {error} ({n} readings were saved before)",
+                "Recording stopped: {error} (readings saved before it: {n})",
                 &[("error", &e), ("n", &kept)],
             ));
         }
