@@ -118,44 +118,39 @@ impl GpuPicker {
         let cat = Catalog::get();
         let preset = gpu.preset.as_deref().and_then(|p| cat.gpu(p).ok());
         let shown_gib = gpu.vram_gib.or(preset.map(|p| p.vram_gib));
-        let current_detected = detected
-            .iter()
-            .position(|d| d.section(gpu.count) == *gpu)
-            .map(|i| format!("{DETECTED}{i}"));
         let selected = match (preset, shown_gib) {
             (Some(p), Some(v)) => format!("{} ({v:.2} GiB)", p.name),
             (None, Some(v)) => trf("{gib} GiB GPU", &[("gib", &v)]),
             _ => tr("choose a GPU").to_string(),
         };
+        // The texts are made lazily: the list is read only while the combo box is open, and the
+        // top bar is drawn every frame.
         let this_machine = tr("this machine");
-        let mut items: Vec<(String, String)> = detected
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                (
-                    format!("{DETECTED}{i}"),
-                    format!(
-                        "{} ({:.2} GiB) — {this_machine}",
-                        d.name,
-                        d.total_bytes as f64 / GIB
-                    ),
-                )
-            })
+        let detected_ids: Vec<String> = (0..detected.len())
+            .map(|i| format!("{DETECTED}{i}"))
             .collect();
-        items.extend(
-            cat.gpus
-                .iter()
-                .map(|g| (g.id.clone(), format!("{} ({} GiB)", g.name, g.vram_gib))),
-        );
-        let current = current_detected.as_deref().or(gpu.preset.as_deref());
-        let picked = search_pick(
-            ui,
-            tr("GPU"),
-            selected,
-            &mut self.filter,
-            items.iter().map(|(id, text)| (id.as_str(), text.clone())),
-            current,
-        );
+        let items = detected_ids
+            .iter()
+            .zip(&detected)
+            .map(|(id, d)| {
+                let text = format!(
+                    "{} ({:.2} GiB) — {this_machine}",
+                    d.name,
+                    d.total_bytes as f64 / GIB
+                );
+                (id.as_str(), text)
+            })
+            .chain(
+                cat.gpus
+                    .iter()
+                    .map(|g| (g.id.as_str(), format!("{} ({} GiB)", g.name, g.vram_gib))),
+            );
+        let current = detected
+            .iter()
+            .position(|d| d.section(gpu.count) == *gpu)
+            .map(|i| detected_ids[i].as_str())
+            .or(gpu.preset.as_deref());
+        let picked = search_pick(ui, tr("GPU"), selected, &mut self.filter, items, current);
         match picked.as_deref().map(|p| p.strip_prefix(DETECTED)) {
             Some(Some(i)) => {
                 if let Some(d) = i.parse::<usize>().ok().and_then(|i| detected.get(i)) {
