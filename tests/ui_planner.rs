@@ -31,6 +31,17 @@ fn harness(v: PlannerView) -> Harness<'static, PlannerView> {
         .build_ui_state(|ui, v: &mut PlannerView| v.ui(ui), v)
 }
 
+/// A fresh planner that opened `file` through "Open workload…", as on the next start.
+fn reopen(file: PathBuf) -> Harness<'static, PlannerView> {
+    let mut fresh = PlannerView::default();
+    fresh.dialogs = Dialogs(Box::new(Picks(file)));
+    let mut h = harness(fresh);
+    h.run();
+    h.get_by_label("Open workload…").click();
+    h.run();
+    h
+}
+
 /// Opens the combo box labelled `combo` and picks `option`, as a user does with the mouse.
 fn choose(h: &mut Harness<'static, PlannerView>, combo: &str, option: &str) {
     h.get_by_role_and_label(Role::ComboBox, combo).click();
@@ -92,12 +103,7 @@ fn save_then_open_round_trips_the_workload() {
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("batch = 8"), "{text}");
 
-    let mut fresh = PlannerView::default();
-    fresh.dialogs = Dialogs(Box::new(Picks(file)));
-    let mut h2 = harness(fresh);
-    h2.run();
-    h2.get_by_label("Open workload…").click();
-    h2.run();
+    let h2 = reopen(file);
     assert_eq!(h2.state().workload, h.state().workload);
 }
 
@@ -373,12 +379,7 @@ fn a_saved_diffusion_workload_opens_back_equal() {
     h.run();
     h.get_by_label_contains("Saved");
 
-    let mut fresh = PlannerView::default();
-    fresh.dialogs = Dialogs(Box::new(Picks(file)));
-    let mut h2 = harness(fresh);
-    h2.run();
-    h2.get_by_label("Open workload…").click();
-    h2.run();
+    let h2 = reopen(file);
     assert_eq!(h2.state().workload, h.state().workload);
     // The file's task chose the kind: the diffusion inputs are shown.
     h2.get_by_role_and_label(Role::ComboBox, "Diffusion model");
