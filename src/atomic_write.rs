@@ -1,18 +1,30 @@
 //! Atomic writes of user files, shared by every layer that saves one (workload files, exports,
-//! the user's presets): a crash or a full disk never leaves a half-written file behind.
+//! the user's presets): a crash or a full disk never leaves a half-written file behind, and a
+//! write never replaces what the path points at with something else.
+//!
+//! What a write does with the path it is given:
+//! - missing: the file is created;
+//! - a regular file: replaced by the new content (keeping the old file's permissions);
+//! - a symbolic link to a regular file: the file it points at is replaced, the link stays;
+//! - anything else (a directory, a device node such as `/dev/null`, a FIFO, a socket, a link
+//!   to one of these, or a link to nothing): refused with one line naming what it is.
+//!
+//! Temporaries are `.NAME.PID.tmp` beside the target. One left by a writer that was killed
+//! (its process is gone) is removed by the next write of the same file.
 
+use crate::input_file::kind_name;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The temporary file `write_atomic` writes before renaming it over `path`: in the same
 /// directory (a rename across file systems is not atomic), hidden, and named for this process.
 pub fn temp_path(path: &Path) -> Option<PathBuf> {
+    temp_for(path, std::process::id())
+}
+
+fn temp_for(path: &Path, pid: u32) -> Option<PathBuf> {
     let name = path.file_name()?;
-    Some(dir_of(path).join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
+    Some(dir_of(path).join(format!(".{}.{pid}.tmp", name.to_string_lossy())))
 }
 
 fn dir_of(path: &Path) -> &Path {
@@ -22,26 +34,132 @@ fn dir_of(path: &Path) -> &Path {
     }
 }
 
-/// Writes `text` to `path`: write a temporary file in the same directory, flush it to disk,
-/// rename it over `path`, then flush the directory entry. Until the rename, the old file is
-/// untouched, so a failure at any step keeps it.
+/// The file a write to `path` really replaces: `path` itself, or the regular file a symbolic
+/// link (or a chain of them) points at. Anything that is not a regular file or a missing path is
+/// refused, so a write never turns a link, a device or a directory into a plain file.
+pub fn target(path: &Path) -> Result<PathBuf, String> {
+    let shown = path.display();
+    let link = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
+        Err(e) => return Err(format!("{shown}: cannot write: {e}")),
+    };
+    let meta = if link.file_type().is_symlink() {
+        match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(_) => {
+                return Err(format!(
+                    "{shown}: is a symbolic link to nothing; write to the file it should name, or remove the link"
+                ));
+            }
+        }
+    } else {
+        link.clone()
+    };
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown}: is {}, not a regular file; it is left as it is (name a file to write)",
+            kind_name(&meta)
+        ));
+    }
+    if link.file_type().is_symlink() {
+        std::fs::canonicalize(path).map_err(|e| format!("{shown}: cannot follow the link: {e}"))
+    } else {
+        Ok(path.to_path_buf())
+    }
+}
+
+/// Whether process `pid` still runs. Linux and other systems with `/proc` answer exactly;
+/// elsewhere a temporary is taken as live for an hour after it was last written.
+fn is_live(pid: u32, temp: &Path) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    if Path::new("/proc/self").exists() {
+        return Path::new("/proc").join(pid.to_string()).exists();
+    }
+    std::fs::metadata(temp)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|age| age.as_secs() < 3600)
+}
+
+/// Removes the temporaries that killed writers left for `path` (`.NAME.PID.tmp` whose process
+/// is gone): files, or folders for an export set. Best effort: one that cannot be removed is
+/// left for the next write.
+pub fn remove_stale_temps(path: &Path) {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir_of(path)) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let p = e.path();
+        if is_live(pid, &p) {
+            continue;
+        }
+        match e.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&p).ok(),
+            Ok(_) => std::fs::remove_file(&p).ok(),
+            Err(_) => None,
+        };
+    }
+}
+
+/// Creates `tmp` afresh (never through a link or over a file someone else put there) and
+/// writes `text` to it, flushed to the disk.
+fn write_temp(tmp: &Path, text: &str, like: Option<&std::fs::Metadata>) -> std::io::Result<()> {
+    // Only a file of our own process id can be at this name (an earlier failed write).
+    if std::fs::symlink_metadata(tmp).is_ok_and(|m| !m.is_dir()) {
+        std::fs::remove_file(tmp)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)?;
+    f.write_all(text.as_bytes())?;
+    if let Some(old) = like {
+        f.set_permissions(old.permissions())?;
+    }
+    f.sync_all()
+}
+
+/// Flushes a directory entry to disk: a rename is durable only once its directory is (POSIX
+/// rename(2) and fsync(2)). Best effort, since some systems cannot open a directory for this.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(dir) {
+        d.sync_all().ok();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Writes `text` to `path` (see the module notes for what a path may be): write a temporary
+/// file in the same directory, flush it to disk, rename it over the target, then flush the
+/// directory entry. Until the rename, the old file is untouched, so a failure at any step
+/// keeps it.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     let shown = path.display();
-    let tmp = temp_path(path).ok_or_else(|| format!("{shown}: not a file name"))?;
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
+    let real = target(path)?;
+    let tmp = temp_path(&real).ok_or_else(|| format!("{shown}: not a file name"))?;
+    remove_stale_temps(&real);
+    let old = std::fs::metadata(&real).ok();
+    let written = write_temp(&tmp, text, old.as_ref()).and_then(|()| std::fs::rename(&tmp, &real));
     match written {
         Ok(()) => {
-            // The rename is durable only once the directory is flushed too (POSIX rename(2) and
-            // fsync(2)); best effort, since some systems cannot open a directory for this.
-            #[cfg(unix)]
-            if let Ok(d) = std::fs::File::open(dir_of(path)) {
-                d.sync_all().ok();
-            }
+            sync_dir(dir_of(&real));
             Ok(())
         }
         Err(e) => {
@@ -52,6 +170,108 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
             Err(format!("{shown}: cannot write: {e}"))
         }
     }
+}
+
+/// Writes several files into the folder `dir` as one set (`plan --export all --out DIR`) and
+/// returns their paths.
+///
+/// - `dir` missing: the set is written into a hidden sibling folder (`.DIR.PID.tmp`), every
+///   file flushed, and the folder renamed to `dir` in one step, so `dir` either does not exist
+///   or holds the whole set. Missing parent folders are created first.
+/// - `dir` an existing folder (or a link to one): its other files are the user's, so it is not
+///   swapped; instead every file of the set is written and flushed as a temporary first, and only
+///   when all are on disk are they renamed into place, each rename atomic. An interruption while
+///   writing leaves every old file as it was; only the renames themselves (microseconds, no
+///   writing) can be cut between, leaving some files new and the rest old.
+/// - anything else: refused, as for [`write_atomic`].
+pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, String> {
+    let shown = dir.display();
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {
+            let real = std::fs::canonicalize(dir)
+                .map_err(|e| format!("{shown}: cannot open the folder: {e}"))?;
+            replace_in(&real, files)?;
+            Ok(files.iter().map(|(n, _)| dir.join(n)).collect())
+        }
+        Ok(m) => Err(format!(
+            "{shown}: is {}, not a folder; several files are written to a folder (name a new or existing one)",
+            kind_name(&m)
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(dir).is_ok() {
+                return Err(format!(
+                    "{shown}: is a symbolic link to nothing; name the folder itself, or remove the link"
+                ));
+            }
+            create_whole(dir, files)?;
+            Ok(files.iter().map(|(n, _)| dir.join(n)).collect())
+        }
+        Err(e) => Err(format!("{shown}: cannot write: {e}")),
+    }
+}
+
+/// `write_set` into a folder that does not exist yet: build it hidden, then rename it.
+fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
+    let shown = dir.display();
+    let parent = dir_of(dir);
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("{shown}: cannot create the folder it is in: {e}"))?;
+    let tmp = temp_path(dir).ok_or_else(|| format!("{shown}: not a folder name"))?;
+    remove_stale_temps(dir);
+    let built = (|| {
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp)?;
+        }
+        std::fs::create_dir(&tmp)?;
+        for (name, text) in files {
+            write_temp(&tmp.join(name), text, None)?;
+        }
+        sync_dir(&tmp);
+        std::fs::rename(&tmp, dir)
+    })();
+    match built {
+        Ok(()) => {
+            sync_dir(parent);
+            Ok(())
+        }
+        Err(e) => {
+            std::fs::remove_dir_all(&tmp).ok();
+            Err(format!("{shown}: cannot write the folder: {e}"))
+        }
+    }
+}
+
+/// `write_set` into an existing folder: every temporary first, then the renames.
+fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut stage = || -> Result<(), String> {
+        for (name, text) in files {
+            let real = target(&dir.join(name))?;
+            let tmp = temp_path(&real).ok_or_else(|| format!("{name}: not a file name"))?;
+            remove_stale_temps(&real);
+            let old = std::fs::metadata(&real).ok();
+            staged.push((tmp.clone(), real.clone()));
+            write_temp(&tmp, text, old.as_ref())
+                .map_err(|e| format!("{}: cannot write: {e}", real.display()))?;
+        }
+        Ok(())
+    };
+    if let Err(e) = stage() {
+        for (tmp, _) in &staged {
+            std::fs::remove_file(tmp).ok();
+        }
+        return Err(e);
+    }
+    for (i, (tmp, real)) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, real) {
+            for (t, _) in &staged[i..] {
+                std::fs::remove_file(t).ok();
+            }
+            return Err(format!("{}: cannot write: {e}", real.display()));
+        }
+    }
+    sync_dir(dir);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -86,5 +306,111 @@ mod tests {
         std::fs::create_dir(temp_path(&p).unwrap()).unwrap();
         assert!(write_atomic(&p, "new").is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_and_other_kinds_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.toml");
+        std::fs::write(&real, "old").unwrap();
+        let link = dir.path().join("link.toml");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, "new").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        let e = write_atomic(&dangling, "x").unwrap_err();
+        assert!(e.contains("symbolic link to nothing"), "{e}");
+        assert!(
+            std::fs::symlink_metadata(&dangling)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+
+        // A directory, a device and a link to a device: one line each, nothing replaced.
+        let e = write_atomic(dir.path(), "x").unwrap_err();
+        assert!(e.contains("is a directory, not a regular file"), "{e}");
+        let to_null = dir.path().join("null");
+        std::os::unix::fs::symlink("/dev/null", &to_null).unwrap();
+        for p in [Path::new("/dev/null"), &to_null] {
+            let e = write_atomic(p, "x").unwrap_err();
+            assert!(e.contains("is a character device"), "{e}");
+            assert_eq!(e.lines().count(), 1);
+        }
+    }
+
+    #[test]
+    fn temporaries_of_killed_writers_are_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("w.toml");
+        // A process id that no process has (past the Linux maximum, 2^22): its writer is gone.
+        let stale = temp_for(&p, 4_194_999).unwrap();
+        std::fs::write(&stale, "half").unwrap();
+        // A temporary of a process that runs (this one's parent) stays.
+        let live_pid = if Path::new("/proc/self").exists() {
+            1
+        } else {
+            std::process::id()
+        };
+        let live = temp_for(&p, live_pid).unwrap();
+        std::fs::write(&live, "busy").unwrap();
+        let other = dir.path().join(".other.toml.4194999.tmp");
+        std::fs::write(&other, "not ours").unwrap();
+        write_atomic(&p, "new").unwrap();
+        if Path::new("/proc/self").exists() {
+            assert!(!stale.exists(), "stale temporary kept");
+        }
+        assert!(live.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_new_folder_appears_whole_and_an_existing_one_keeps_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a").join("set/");
+        let written = write_set(&out, &[("x.json", "{}"), ("y.sh", "echo")]).unwrap();
+        assert_eq!(written.len(), 2);
+        assert_eq!(std::fs::read_to_string(out.join("y.sh")).unwrap(), "echo");
+        let names = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            names(&dir.path().join("a")),
+            ["set"],
+            "temporary folder left"
+        );
+        // Again into the folder, which now also holds a file of the user's.
+        std::fs::write(out.join("mine.txt"), "keep").unwrap();
+        write_set(&out, &[("x.json", "{\"a\":1}"), ("y.sh", "echo 2")]).unwrap();
+        assert_eq!(names(&out), ["mine.txt", "x.json", "y.sh"]);
+        assert_eq!(
+            std::fs::read_to_string(out.join("mine.txt")).unwrap(),
+            "keep"
+        );
+        // A set whose second file cannot be written leaves the first one old.
+        std::fs::create_dir(out.join("z.py")).unwrap();
+        let e = write_set(&out, &[("x.json", "new"), ("z.py", "x")]).unwrap_err();
+        assert!(e.contains("z.py") && e.contains("is a directory"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("x.json")).unwrap(),
+            "{\"a\":1}"
+        );
+        assert_eq!(names(&out), ["mine.txt", "x.json", "y.sh", "z.py"]);
+        // A file where the folder should be.
+        let e = write_set(&out.join("mine.txt"), &[("x", "y")]).unwrap_err();
+        assert!(e.contains("not a folder"), "{e}");
     }
 }

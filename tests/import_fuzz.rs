@@ -274,3 +274,178 @@ fn regressions() {
     let e = from_bytes::hf_config(br#"{"model_type":"llama","hidden_size":"a\nb"}"#).unwrap_err();
     assert!(!e.contains('\n'), "{e}");
 }
+
+// ---------------------------------------------------------------- issue 23's classes
+
+/// Runs `f` on another thread and fails if it has not answered in 10 s: a reader that opens a
+/// FIFO blocks forever, and that must fail the test rather than hang it.
+fn within_10s<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()).ok());
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap_or_else(|_| panic!("{what}: no answer in 10 s (blocked on a FIFO?)"))
+}
+
+/// Every reader and writer of user paths, given a path that is not a regular file: a folder,
+/// a FIFO, a device, a link to nothing, a link to a device, a missing path. Each answers with
+/// one line (or, for a missing path that a writer may create, succeeds), never blocks, never
+/// replaces the thing at the path.
+#[test]
+fn fuzz_paths_that_are_not_regular_files() {
+    use std::path::{Path, PathBuf};
+    use vram_doctor::telemetry::{record::Recorder, replay::ReplaySource};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut odd: Vec<PathBuf> = vec![d.to_path_buf(), d.join("missing").join("x")];
+    #[cfg(unix)]
+    {
+        let fifo = d.join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .is_ok_and(|s| s.success()),
+            "mkfifo is missing (coreutils)"
+        );
+        let dangling = d.join("dangling");
+        std::os::unix::fs::symlink(d.join("nothing"), &dangling).unwrap();
+        let to_dev = d.join("to-dev");
+        std::os::unix::fs::symlink("/dev/zero", &to_dev).unwrap();
+        let to_dir = d.join("to-dir");
+        std::os::unix::fs::symlink(d, &to_dir).unwrap();
+        odd.extend([fifo, dangling, to_dev, to_dir, PathBuf::from("/dev/zero")]);
+    }
+    type Reader = fn(&Path) -> Result<(), String>;
+    let readers: [(&str, Reader); 7] = [
+        ("import", |p| vram_doctor::import::import(p).map(drop)),
+        ("workload", |p| {
+            vram_doctor::memory::WorkloadFile::load(p).map(drop)
+        }),
+        ("replay", |p| ReplaySource::open(p).map(drop)),
+        ("reference", |p| {
+            vram_doctor::accuracy::run_file(p).map(drop)
+        }),
+        ("read_capped", |p| {
+            vram_doctor::input_file::read_capped(p, 1 << 20, "a file").map(drop)
+        }),
+        ("gguf", |p| vram_doctor::import::gguf::read(p).map(drop)),
+        ("nvml-lib", vram_doctor::telemetry::nvml::check_lib),
+    ];
+    for p in &odd {
+        for (name, read) in readers {
+            let q = p.clone();
+            let what = format!("{name} {}", p.display());
+            let r = within_10s(&what, move || read(&q));
+            let e = r.expect_err(&what);
+            assert!(!e.contains('\n'), "{what}: {e}");
+        }
+        // Writers: a path that is something other than a file is refused and left as it is.
+        let kind = std::fs::symlink_metadata(p).ok().map(|m| m.file_type());
+        let q = p.clone();
+        let wrote = within_10s("write_atomic", move || {
+            vram_doctor::atomic_write::write_atomic(&q, "x")
+        });
+        let q = p.clone();
+        let recorded = within_10s("record", move || Recorder::open(&q, 1 << 20).map(drop));
+        for (what, r) in [("write_atomic", wrote), ("record", recorded)] {
+            match r {
+                Err(e) => assert!(!e.contains('\n'), "{what} {}: {e}", p.display()),
+                Ok(()) => panic!("{what} {} succeeded", p.display()),
+            }
+        }
+        assert_eq!(
+            std::fs::symlink_metadata(p).ok().map(|m| m.file_type()),
+            kind,
+            "{} was replaced",
+            p.display()
+        );
+    }
+}
+
+/// GGUF and safetensors headers whose counts (tensors, metadata entries, array and string
+/// lengths) are set to large values: each must be refused or parsed quickly, with no allocation
+/// proportional to the claim (a claim of 2^60 entries that were allocated would abort the test).
+#[test]
+fn fuzz_headers_with_large_counts() {
+    let mut rng = Rng(23);
+    let base = tiny_llama(1).bytes();
+    let big: [u64; 6] = [100_001, 1 << 20, 1 << 32, 1 << 40, 1 << 60, u64::MAX];
+    for _ in 0..iterations() / 3 {
+        let mut g = base.clone();
+        // The tensor count (offset 8), the metadata count (16), or any 8 aligned bytes further on
+        // (string and array lengths).
+        let at = match rng.below(3) {
+            0 => 8,
+            1 => 16,
+            _ => 8 * rng.below(g.len() / 8),
+        };
+        let v = big[rng.below(big.len())].to_le_bytes();
+        g[at..at + 8].copy_from_slice(&v);
+        let start = std::time::Instant::now();
+        check("gguf (large count)", gguf, &g);
+        assert!(start.elapsed().as_secs() < 2, "slow on a count at {at}");
+    }
+    // A safetensors header announcing more tensors than any model has.
+    let mut json = String::from("{");
+    for i in 0..vram_doctor::import::safetensors::MAX_TENSORS + 1 {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(&format!(
+            "\"t{i}\":{{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}"
+        ));
+    }
+    json.push('}');
+    let mut st = (json.len() as u64).to_le_bytes().to_vec();
+    st.extend(json.as_bytes());
+    let e = from_bytes::safetensors(&st).unwrap_err();
+    assert!(e.contains("more than any model has"), "{e}");
+}
+
+/// Names with control characters (newlines, ESC, BEL, C1 controls, bidi overrides) in the
+/// fields that are printed: none survives raw into what the importer hands on.
+#[test]
+fn fuzz_names_with_control_characters() {
+    let mut rng = Rng(5);
+    let nasty = [
+        '\n', '\r', '\u{1b}', '\u{7}', '\u{0}', '\u{85}', '\u{9b}', '\u{202e}', '\u{7f}',
+    ];
+    for _ in 0..iterations() / 10 {
+        let name: String = (0..1 + rng.below(24))
+            .map(|_| {
+                if rng.below(3) == 0 {
+                    nasty[rng.below(nasty.len())]
+                } else {
+                    (b'a' + rng.below(26) as u8) as char
+                }
+            })
+            .collect();
+        let mut g = tiny_llama(1);
+        for (k, v) in &mut g.kv {
+            if k == "general.name" {
+                *v = Val::Str(name.clone());
+            }
+        }
+        let m = from_bytes::gguf(&g.bytes()).expect("a tiny llama");
+        for field in [&m.name, &m.model_type] {
+            assert!(
+                !field
+                    .chars()
+                    .any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+                "{field:?} from {name:?}"
+            );
+        }
+        let cfg = serde_json::json!({
+            "model_type": name, "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+            "vocab_size": 100
+        });
+        if let Ok(m) = from_bytes::hf_config(cfg.to_string().as_bytes()) {
+            assert!(
+                !m.model_type.chars().any(char::is_control),
+                "{:?}",
+                m.model_type
+            );
+        }
+    }
+}

@@ -95,6 +95,7 @@ impl Catalog {
 
 fn unknown<'a>(what: &str, id: &str, names: impl Iterator<Item = &'a str>, list: &str) -> String {
     let near = nearest(id, names, 3);
+    let id = crate::printable::printable_cut(id, 80);
     if near.is_empty() {
         format!("unknown {what} preset '{id}'; see `{list}`")
     } else {

@@ -7,7 +7,14 @@
 pub fn nearest<'a>(query: &str, names: impl Iterator<Item = &'a str>, max: usize) -> Vec<String> {
     let q = query.to_ascii_lowercase();
     let limit = (q.chars().count() / 3).max(2);
+    let q_len = q.chars().count();
     let mut scored: Vec<(usize, &str)> = names
+        // The distance is at least the difference in length: names too short or too long to
+        // come within the limit are skipped uncompared, so a megabyte-long query costs nothing.
+        .filter(|n| {
+            let n_len = n.chars().count();
+            n_len.abs_diff(q_len) <= limit || (n_len > q_len && n.contains(q.as_str()))
+        })
         .map(|n| {
             let d = osa_distance(&q, n);
             let d = if n.contains(q.as_str()) && !q.is_empty() {

@@ -6,6 +6,7 @@ use crate::doctor::diagnosis::{Diagnosis, evidence_line};
 use crate::doctor::reading::{MAX_INPUT_BYTES, Reading, read};
 use crate::doctor::wizard::AnsweredStep;
 use crate::doctor::{Context, Fact, Knowledge, Platform, View, WizardState};
+use crate::telemetry::record::TakeLine;
 use crate::units::human;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -69,7 +70,7 @@ struct Report<'a> {
 }
 
 /// Longest answer line read in interactive mode.
-const MAX_ANSWER_LINE: u64 = 1024;
+const MAX_ANSWER_LINE: usize = 1024;
 
 pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     let kb = Knowledge::get();
@@ -93,7 +94,7 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     let wizard = a.interactive || !a.answers.is_empty() || a.tree.is_some();
     let text = match &a.file {
         Some(path) => {
-            let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let (f, _) = crate::input_file::open_regular(path)?;
             read_bounded(f).map_err(|e| format!("{}: {e}", path.display()))?
         }
         None if a.interactive || (wizard && stdin.is_terminal()) => String::new(),
@@ -184,7 +185,7 @@ fn read_bounded(src: impl Read) -> Result<String, String> {
             human(MAX_INPUT_BYTES as u64)
         ));
     }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    Ok(crate::input_file::decode_text(&buf))
 }
 
 /// Asks until a result, end of input, or `q`. `b` goes back one answer.
@@ -205,13 +206,15 @@ fn interactive(
         }
         prompt += &format!("answer 1-{}, b = back, q = quit: ", options.len());
         let _ = err.write_all(prompt.as_bytes());
-        let mut line = String::new();
-        let n = input
-            .take(MAX_ANSWER_LINE)
-            .read_line(&mut line)
+        // Bytes, not a String: a line cut at the bound may end inside a character, and the rest
+        // of an overlong line is skipped rather than read as the next answer.
+        let mut bytes = Vec::new();
+        let got = input
+            .take_first_line(&mut bytes, MAX_ANSWER_LINE)
             .map_err(|e| format!("stdin: {e}"))?;
+        let line = String::from_utf8_lossy(&bytes);
         match line.trim() {
-            _ if n == 0 => return Ok(()),
+            _ if got.is_none() => return Ok(()),
             "q" => return Ok(()),
             "b" => state.back(),
             s => match s.parse::<usize>() {
@@ -223,7 +226,8 @@ fn interactive(
                 _ => {
                     let _ = writeln!(
                         err,
-                        "'{s}' is not an answer; type a number from 1 to {}",
+                        "'{}' is not an answer; type a number from 1 to {}",
+                        crate::printable::printable_cut(s, 40),
                         options.len()
                     );
                 }

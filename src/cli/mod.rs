@@ -57,7 +57,7 @@ pub fn run(cmd: Command) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::printable::printable(&e));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

@@ -2,6 +2,7 @@
 //! (`--once --json`), with recording, replay and a demo source. Thin: sources, history,
 //! detectors and recording live in `telemetry`.
 
+use crate::printable::printable;
 use crate::telemetry::demo::DemoSource;
 use crate::telemetry::detect::{Alert, Detectors};
 use crate::telemetry::history::History;
@@ -9,7 +10,7 @@ use crate::telemetry::nvml::NvmlSource;
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::telemetry::replay::ReplaySource;
 use crate::telemetry::{
-    GpuSample, GpuStatus, ProcessKind, Sampler, Snapshot, Source, SourceKind, SourceState, detect,
+    GpuSample, GpuStatus, ProcessKind, Sampler, Snapshot, Source, SourceState, detect,
 };
 use crate::units::human;
 use clap::Args;
@@ -68,7 +69,7 @@ pub fn run(a: &MonitorArgs) -> ExitCode {
     match run_inner(a) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", printable(&e));
             ExitCode::from(super::EXIT_BAD_INPUT)
         }
     }
@@ -84,13 +85,11 @@ fn no_gpu(state: &SourceState) -> ExitCode {
 }
 
 fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, String> {
-    if let Some(path) = &a.replay {
-        return Ok(Ok(Box::new(ReplaySource::open(path)?)));
-    }
     if a.demo {
         return Ok(Ok(Box::new(DemoSource::new(a.seed))));
     }
     if let Some(lib) = &a.nvml_lib {
+        crate::telemetry::nvml::check_lib(lib).map_err(|e| format!("--nvml-lib {e}"))?;
         let mut s = NvmlSource::new(Some(lib.clone()));
         let first = s.sample();
         return Ok(if first.gpus.is_empty() {
@@ -106,19 +105,83 @@ fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, 
     Ok(detect())
 }
 
+/// Where the snapshots come from: a sampler thread over a live source, or a replay read here,
+/// so that its skipped lines can be told at the end.
+enum Feed {
+    Live {
+        /// Kept so the thread runs until the feed is dropped.
+        _sampler: Sampler,
+        rx: std::sync::mpsc::Receiver<Snapshot>,
+    },
+    Replay(Box<ReplaySource>, Duration, bool),
+}
+
+impl Iterator for Feed {
+    type Item = Snapshot;
+    fn next(&mut self) -> Option<Snapshot> {
+        match self {
+            Feed::Live { rx, .. } => rx.recv().ok(),
+            Feed::Replay(r, pace, started) => {
+                if std::mem::replace(started, true) && !pace.is_zero() {
+                    std::thread::sleep(*pace);
+                }
+                let s = r.sample();
+                (s.state != SourceState::Ended).then_some(s)
+            }
+        }
+    }
+}
+
+/// True when `a` and `b` are the same existing file (also through links or other names).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return (x.dev(), x.ino()) == (y.dev(), y.ino());
+        }
+        false
+    }
+    #[cfg(not(unix))]
+    {
+        matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+    }
+}
+
 fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
+    if let (Some(rec), Some(rep)) = (&a.record, &a.replay)
+        && same_file(rec, rep)
+    {
+        return Err(format!(
+            "--record {} is the file being replayed; recording into it would append the replay to itself (name another file)",
+            rec.display()
+        ));
+    }
     let mut recorder = a
         .record
         .as_deref()
         .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
-        .transpose()?;
-    let source = match open_source(a)? {
-        Ok(s) => s,
-        Err(state) => return Ok(no_gpu(&state)),
-    };
-    let replay = source.kind() == SourceKind::Replay;
+        .transpose()
+        .map_err(|e| format!("--record {e}"))?;
+    let replay = a.replay.is_some();
     let secs = a.interval.unwrap_or(if replay { 0.0 } else { 1.0 });
-    let (sampler, rx) = Sampler::start(source, Duration::from_secs_f64(secs));
+    let mut feed = match &a.replay {
+        Some(path) => Feed::Replay(
+            Box::new(ReplaySource::open(path)?),
+            Duration::from_secs_f64(secs),
+            false,
+        ),
+        None => match open_source(a)? {
+            Ok(source) => {
+                let (sampler, rx) = Sampler::start(source, Duration::from_secs_f64(secs));
+                Feed::Live {
+                    _sampler: sampler,
+                    rx,
+                }
+            }
+            Err(state) => return Ok(no_gpu(&state)),
+        },
+    };
     let limit = if a.once { Some(1) } else { a.count };
     let live_screen = !a.json && !a.once && std::io::stdout().is_terminal();
     let mut history = History::default();
@@ -126,7 +189,7 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
     let mut alerts: Vec<Alert> = Vec::new();
     let mut shown = 0u64;
     let mut out = std::io::stdout().lock();
-    for snap in rx {
+    for snap in feed.by_ref() {
         if snap.state == SourceState::Ended {
             break;
         }
@@ -139,7 +202,11 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
             let mut line = serde_json::to_string(&snap).map_err(|e| e.to_string())?;
             line.push('\n');
             for al in &new {
-                eprintln!("alert: {}: {}", al.gpu_name, al.message);
+                eprintln!(
+                    "alert: {}: {}",
+                    printable(&al.gpu_name),
+                    printable(&al.message)
+                );
             }
             line
         } else {
@@ -166,7 +233,20 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
             break;
         }
     }
-    drop(sampler);
+    if let Feed::Replay(r, ..) = &feed
+        && r.skipped() > 0
+    {
+        return Err(format!(
+            "{}: {} malformed line(s) skipped, first at {}; the rest was replayed",
+            a.replay
+                .as_deref()
+                .unwrap_or_else(|| std::path::Path::new(""))
+                .display(),
+            r.skipped(),
+            r.first_error().unwrap_or("?")
+        ));
+    }
+    drop(feed);
     if shown == 0 && !replay {
         return Ok(no_gpu(&SourceState::NoGpu));
     }
@@ -193,7 +273,8 @@ fn render_gpu(g: &GpuSample) -> String {
     if g.status == GpuStatus::Lost {
         return format!(
             "{:<3} {:<30} LOST: stopped answering; still retrying\n",
-            g.index, g.name
+            g.index,
+            printable(&g.name)
         );
     }
     let mem = g.memory.map_or("memory: -".into(), |m| {
@@ -225,7 +306,7 @@ fn render_gpu(g: &GpuSample) -> String {
     let mut s = format!(
         "{:<3} {:<30} {}  util {}  mem-bus {}  {}  {}  PCIe rx/tx {}\n",
         g.index,
-        g.name,
+        printable(&g.name),
         mem,
         or_dash(g.util_gpu_pct, "%"),
         or_dash(g.util_mem_pct, "%"),
@@ -256,7 +337,7 @@ fn render_gpu(g: &GpuSample) -> String {
                     p.pid,
                     kind,
                     used,
-                    p.name.as_deref().unwrap_or("?")
+                    printable(p.name.as_deref().unwrap_or("?"))
                 ));
             }
         }
@@ -285,8 +366,8 @@ pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert]) -> String {
         t.push_str(&format!(
             "ALERT {} {}: {}\n",
             clock(a.time_ms),
-            a.gpu_name,
-            a.message
+            printable(&a.gpu_name),
+            printable(&a.message)
         ));
     }
     t

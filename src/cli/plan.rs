@@ -218,7 +218,7 @@ impl PlanArgs {
         // `--gpu`/`--model` may name one of the user's own presets (the catalog tab's).
         if let Ok(path) = crate::catalog::user::default_path() {
             let (gpu, model) = (self.gpu.as_deref(), self.model.as_deref());
-            crate::catalog::user::use_in_workload(&mut f, gpu, model, &path);
+            crate::catalog::user::use_in_workload(&mut f, gpu, model, &path)?;
         }
         Ok(f)
     }
@@ -290,17 +290,21 @@ fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), Stri
         .map(|k| render(*k, w, result).map(|t| (*k, t)))
         .collect::<Result<Vec<_>, String>>()?;
     match &a.out {
-        // One export to a path that is not a directory: that file.
-        Some(out) if texts.len() == 1 && !out.is_dir() => {
-            crate::ui::files::write_atomic(out, &texts[0].1)?;
+        // One export to a path that is not a folder (and does not end in a separator, which
+        // names a folder, created when missing): that file.
+        Some(out) if texts.len() == 1 && !out.is_dir() && !names_folder(out) => {
+            crate::atomic_write::write_atomic(out, &texts[0].1)
+                .map_err(|e| format!("--out {e}"))?;
             println!("wrote {}", out.display());
         }
         Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("--out {}: cannot create directory: {e}", dir.display()))?;
-            for (k, t) in &texts {
-                let path = dir.join(k.file_name());
-                crate::ui::files::write_atomic(&path, t)?;
+            let files: Vec<(&str, &str)> = texts
+                .iter()
+                .map(|(k, t)| (k.file_name(), t.as_str()))
+                .collect();
+            for path in
+                crate::atomic_write::write_set(dir, &files).map_err(|e| format!("--out {e}"))?
+            {
                 println!("wrote {}", path.display());
             }
         }
@@ -312,6 +316,12 @@ fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// A path written with a trailing separator (`plan-out/`) names a folder even before it exists.
+fn names_folder(p: &Path) -> bool {
+    let s = p.as_os_str().to_string_lossy();
+    s.ends_with('/') || (cfg!(windows) && s.ends_with('\\'))
 }
 
 /// What is planned, in one line.

@@ -3,6 +3,7 @@
 
 use crate::catalog::Catalog;
 use crate::catalog::user::{self, UserPresets};
+use crate::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
 
 #[derive(Debug, Args)]
@@ -52,7 +53,10 @@ pub fn run(a: &PresetsArgs) -> Result<(), String> {
             let bw = g.bandwidth_gbs.map_or("-".into(), |b| format!("{b:.0}"));
             println!(
                 "{:<24} {:>5} GiB {:>6} GB/s  {} (yours)",
-                g.id, g.vram_gib, bw, g.name
+                printable(&g.id),
+                g.vram_gib,
+                bw,
+                printable(&g.name)
             );
         }
     }
@@ -82,11 +86,11 @@ pub fn run(a: &PresetsArgs) -> Result<(), String> {
             let ctx = m.max_context.map_or("-".to_string(), |c| c.to_string());
             println!(
                 "{:<24} {:>8.2}B {:>7} {:>9}  {} (yours)",
-                m.id,
+                printable(&m.id),
                 m.params / 1e9,
                 m.layers,
                 ctx,
-                m.name
+                printable(&m.name)
             );
         }
     }

@@ -61,8 +61,10 @@ pub fn render(w: &Workload) -> String {
         flags.push(("-fa", Some("on".into())));
         notes.push("Older builds take -fa without a value.".into());
     }
+    // Always said (f16 is llama.cpp's default, but a command that states it holds the cache
+    // the plan counted whatever the build's default); the resolver refuses the types llama.cpp
+    // lacks (`memory::dtype::kv_types_of`).
     match cache_type(r.kv_cache) {
-        Some("f16") => {}
         Some(t) => {
             flags.push(("--cache-type-k", Some(t.into())));
             flags.push(("--cache-type-v", Some(t.into())));

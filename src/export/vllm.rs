@@ -56,9 +56,16 @@ pub fn render(w: &Workload) -> String {
         "--gpu-memory-utilization",
         Some(format!("{:.2}", r.gpu_memory_utilization)),
     ));
-    if r.kv_cache == KvDtype::Fp8 {
-        flags.push(("--kv-cache-dtype", Some("fp8".into())));
-    }
+    // Always said, so the command holds the cache the plan counted: `auto` is the model's
+    // dtype (2 bytes per value, or 4 with --dtype float32); the resolver refuses the types
+    // vLLM lacks (`memory::dtype::kv_types_of`).
+    let kv = match r.kv_cache {
+        KvDtype::Fp8 => "fp8",
+        KvDtype::Bf16 if dtype == "bfloat16" => "auto",
+        KvDtype::Bf16 => "bfloat16",
+        _ => "auto",
+    };
+    flags.push(("--kv-cache-dtype", Some(kv.into())));
     if w.gpu.count > 1 {
         flags.push(("--tensor-parallel-size", Some(w.gpu.count.to_string())));
     }

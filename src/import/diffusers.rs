@@ -65,7 +65,10 @@ pub struct DiffusersPipeline {
 impl DiffusersPipeline {
     /// Bytes of all weights found.
     pub fn weight_bytes(&self) -> u64 {
-        self.components.iter().filter_map(|c| c.weight_bytes).sum()
+        self.components
+            .iter()
+            .filter_map(|c| c.weight_bytes)
+            .fold(0u64, u64::saturating_add)
     }
 }
 

@@ -24,9 +24,19 @@ const MAX_NAME: u64 = 65_535;
 const MAX_KEPT_STRING: u64 = 1 << 20;
 /// Integer arrays up to this length are kept (per-layer head counts); longer ones only counted.
 const MAX_KEPT_ARRAY: u64 = 4096;
-/// Real files hold about 50 metadata entries and a few thousand tensors (DeepSeek-V3 with
-/// merged experts: ~1,100); a million of either is corruption or an attack.
-const MAX_ENTRIES: u64 = 1_000_000;
+/// Real files hold about 50 metadata entries; 65,536 is far past any of them.
+const MAX_METADATA: u64 = 65_536;
+/// Real models hold a few thousand tensors at most (DeepSeek-V3 with merged experts: ~1,100;
+/// llama.cpp's converters always merge experts), across all their shards together.
+pub const MAX_TENSORS: u64 = 100_000;
+/// llama.cpp refuses tensor names of `GGML_MAX_NAME` (64) bytes or more (`gguf.cpp`,
+/// `gguf_init_from_file_impl`, "tensor name is too long"); forks raise it, so we allow 256.
+const MAX_TENSOR_NAME: u64 = 256;
+/// What a header may make us keep in memory, all metadata keys, strings and integer arrays
+/// together. A real header keeps well under 1 MiB (a chat template is ~10 KiB; tokenizer arrays
+/// are only counted); past this, further strings and arrays are skipped (not kept), and keys
+/// past it are refused.
+const MAX_KEPT_BYTES: u64 = 32 << 20;
 /// Arrays of arrays deeper than this are refused (no real file nests them at all).
 const MAX_NESTING: u32 = 3;
 
@@ -153,21 +163,50 @@ impl GgufHeader {
         self.metadata.get(key)
     }
 
-    /// Total bytes of the tensors.
+    /// Total bytes of the tensors. The sum cannot wrap: `parse` refuses a header whose tensors
+    /// hold more bytes than its file or more elements than `u64` counts, and `gguf_model::import`
+    /// checks the same over all shards (`check_sums`).
     pub fn tensor_bytes(&self) -> u64 {
-        self.tensors.iter().map(|t| t.bytes).sum()
+        self.tensors
+            .iter()
+            .fold(0u64, |a, t| a.saturating_add(t.bytes))
     }
 
     /// Total elements (parameters) of the tensors.
     pub fn elements(&self) -> u64 {
-        self.tensors.iter().map(|t| t.elements).sum()
+        self.tensors
+            .iter()
+            .fold(0u64, |a, t| a.saturating_add(t.elements))
+    }
+
+    /// Refuses tensors whose bytes or elements add up past what a `u64` holds, or whose bytes
+    /// pass `max_bytes` (the data the files really have): a header claiming that is corrupt,
+    /// and a wrapped sum would be a plausible, wrong parameter count.
+    pub fn check_sums(&self, max_bytes: u64) -> Result<(), String> {
+        let mut bytes = 0u64;
+        let mut elements = 0u64;
+        for t in &self.tensors {
+            bytes = bytes
+                .checked_add(t.bytes)
+                .ok_or("tensor sizes add up past 2^64 bytes (corrupt header)")?;
+            elements = elements
+                .checked_add(t.elements)
+                .ok_or("tensor shapes add up past 2^64 elements (corrupt header)")?;
+        }
+        if bytes > max_bytes {
+            return Err(format!(
+                "the tensors claim {bytes} bytes but the data holds only {max_bytes} (tensors overlap or the file is truncated; corrupt header?)"
+            ));
+        }
+        Ok(())
     }
 
     /// Tensor bytes per ggml type name (`Q4_K` → bytes).
     pub fn bytes_by_type(&self) -> BTreeMap<String, u64> {
         let mut m = BTreeMap::new();
         for t in &self.tensors {
-            *m.entry(t.type_name.clone()).or_insert(0) += t.bytes;
+            let sum: &mut u64 = m.entry(t.type_name.clone()).or_insert(0);
+            *sum = sum.saturating_add(t.bytes);
         }
         m
     }
@@ -223,17 +262,29 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> 
         )));
     }
     // Counts a big file could hold but no model has: refused so memory stays bounded.
-    if n_kv > MAX_ENTRIES || n_tensors > MAX_ENTRIES {
+    if n_kv > MAX_METADATA {
         return Err(r.err(format_args!(
-            "{n_kv} metadata entries and {n_tensors} tensors: more than any model has (at most {MAX_ENTRIES} each)"
+            "{n_kv} metadata entries: more than any model has (at most {MAX_METADATA})"
+        )));
+    }
+    if n_tensors > MAX_TENSORS {
+        return Err(r.err(format_args!(
+            "{n_tensors} tensors: more than any model has (at most {MAX_TENSORS})"
         )));
     }
     let mut metadata = BTreeMap::new();
+    let mut budget = MAX_KEPT_BYTES;
     for i in 0..n_kv {
         let key = string(r, MAX_NAME, &format!("metadata key #{i}"))?;
+        budget = budget.checked_sub(key.len() as u64 + 64).ok_or_else(|| {
+            r.err(format_args!(
+                "the metadata keys alone pass {} MiB: more than any model has (corrupt header?)",
+                MAX_KEPT_BYTES >> 20
+            ))
+        })?;
         let label = shown(&key);
         let ty = r.u32(&format!("the type of {label}"))?;
-        let value = value(r, ty, &label, 0)?;
+        let value = value(r, ty, &label, 0, &mut budget)?;
         metadata.insert(key, value);
     }
     let alignment = match metadata.get("general.alignment") {
@@ -250,14 +301,17 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> 
     let data_start = r.pos().div_ceil(alignment).saturating_mul(alignment);
     let file_len = r.len();
     size_tensors(&mut tensors, data_start, file_len, alignment).map_err(|e| r.err(e))?;
-    Ok(GgufHeader {
+    let h = GgufHeader {
         version,
         metadata,
         tensors,
         alignment,
         data_start,
         file_len,
-    })
+    };
+    h.check_sums(file_len.saturating_sub(data_start))
+        .map_err(|e| r.err(e))?;
+    Ok(h)
 }
 
 /// A u64-length-prefixed string of at most `max` bytes.
@@ -283,11 +337,14 @@ fn scalar_size(ty: u32) -> Option<u64> {
     }
 }
 
+/// One metadata value; what is kept (strings, short integer arrays) is taken from `budget`, and
+/// skipped instead once the budget is spent.
 fn value<R: Read + Seek>(
     r: &mut HeaderReader<R>,
     ty: u32,
     key: &str,
     depth: u32,
+    budget: &mut u64,
 ) -> Result<MetaValue, String> {
     Ok(match ty {
         0 => MetaValue::Uint(r.u8(key)?.into()),
@@ -300,17 +357,18 @@ fn value<R: Read + Seek>(
         7 => MetaValue::Bool(r.u8(key)? != 0),
         8 => {
             let n = r.u64(&format!("the length of {key}"))?;
-            if n > MAX_KEPT_STRING {
+            if n > MAX_KEPT_STRING || n > *budget {
                 r.skip(n, key)?;
                 MetaValue::LongStr {
                     skipped_string_bytes: n,
                 }
             } else {
                 let b = r.bytes(n, key)?;
+                *budget -= n;
                 MetaValue::Str(String::from_utf8_lossy(&b).into_owned())
             }
         }
-        9 => array(r, key, depth)?,
+        9 => array(r, key, depth, budget)?,
         10 => MetaValue::Uint(r.u64(key)?),
         11 => MetaValue::Int(r.u64(key)? as i64),
         12 => MetaValue::Float(f64::from_bits(r.u64(key)?)),
@@ -326,6 +384,7 @@ fn array<R: Read + Seek>(
     r: &mut HeaderReader<R>,
     key: &str,
     depth: u32,
+    budget: &mut u64,
 ) -> Result<MetaValue, String> {
     if depth >= MAX_NESTING {
         return Err(r.err(format_args!(
@@ -344,10 +403,11 @@ fn array<R: Read + Seek>(
                 )));
             };
             let integral = !matches!(elem, 6 | 12);
-            if integral && len <= MAX_KEPT_ARRAY {
+            if integral && len <= MAX_KEPT_ARRAY && len * 8 <= *budget {
+                *budget -= len * 8;
                 let mut values = Vec::with_capacity(len as usize);
                 for _ in 0..len {
-                    match value(r, elem, key, depth + 1)? {
+                    match value(r, elem, key, depth + 1, budget)? {
                         MetaValue::Uint(v) => values.push(i64::try_from(v).unwrap_or(i64::MAX)),
                         MetaValue::Int(v) => values.push(v),
                         MetaValue::Bool(b) => values.push(b.into()),
@@ -378,7 +438,7 @@ fn array<R: Read + Seek>(
                         r.skip(n, key)?;
                     }
                     9 => {
-                        array(r, key, depth + 1)?;
+                        array(r, key, depth + 1, budget)?;
                     }
                     t => {
                         return Err(
@@ -396,7 +456,7 @@ fn array<R: Read + Seek>(
 }
 
 fn tensor_info<R: Read + Seek>(r: &mut HeaderReader<R>, i: u64) -> Result<TensorInfo, String> {
-    let name = string(r, MAX_NAME, &format!("the name of tensor #{i}"))?;
+    let name = string(r, MAX_TENSOR_NAME, &format!("the name of tensor #{i}"))?;
     let label = shown(&name);
     let n_dims = r.u32(&format!("the dimension count of {label}"))?;
     if n_dims > MAX_DIMS {

@@ -77,21 +77,50 @@ const FILE_TYPES: &[(u64, &str)] = &[
 
 /// Reads a GGUF file (and its other shards when it is split) into an `ImportedModel`.
 pub fn import(path: &Path) -> Result<ImportedModel, String> {
-    let header = gguf::read(path)?;
+    let mut header = gguf::read(path)?;
     let mut files = vec![path.to_path_buf()];
-    let mut tensors = header.tensors.clone();
+    let mut tensors = std::mem::take(&mut header.tensors);
+    let mut data_bytes = header.file_len.saturating_sub(header.data_start);
     let shards = header
         .get("split.count")
         .and_then(MetaValue::as_u64)
         .unwrap_or(1);
     if shards > 1 {
-        for other in shard_paths(path, shards)? {
+        let mut seen = vec![same_file_key(path)];
+        for (i, other) in shard_paths(path, shards)?.into_iter().enumerate() {
+            let shown = other.display();
+            // A shard that is another one under a second name (a link, a copy) would be
+            // counted twice: refused by its identity and by the number it says it has.
+            let key = same_file_key(&other);
+            if key.is_some() && seen.contains(&key) {
+                return Err(format!("{shown}: is the same file as an earlier shard"));
+            }
+            seen.push(key);
             let h = gguf::read(&other)?;
+            if let Some(no) = h.get("split.no").and_then(MetaValue::as_u64)
+                && no != i as u64 + 1
+            {
+                return Err(format!(
+                    "{shown}: says it is shard {} of the split, not shard {} (split.no {no}); a shard is repeated or misnamed",
+                    no + 1,
+                    i + 2
+                ));
+            }
+            if (tensors.len() + h.tensors.len()) as u64 > gguf::MAX_TENSORS {
+                return Err(format!(
+                    "{shown}: the shards hold more than {} tensors together, more than any model has",
+                    gguf::MAX_TENSORS
+                ));
+            }
+            data_bytes = data_bytes.saturating_add(h.file_len.saturating_sub(h.data_start));
             tensors.extend(h.tensors);
             files.push(other);
         }
     }
     let whole = GgufHeader { tensors, ..header };
+    whole
+        .check_sums(data_bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let fallback = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
     let mut m = from_header(&whole, &path.display().to_string(), fallback)?;
     if let Some(g) = m.gguf.as_mut() {
@@ -99,6 +128,21 @@ pub fn import(path: &Path) -> Result<ImportedModel, String> {
     }
     m.files = files;
     Ok(m)
+}
+
+/// What tells two paths of one file apart from two files: device and inode on Unix, the
+/// canonical path elsewhere.
+fn same_file_key(path: &Path) -> Option<(u64, u64, PathBuf)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some((m.dev(), m.ino(), PathBuf::new()))
+    }
+    #[cfg(not(unix))]
+    {
+        Some((0, 0, std::fs::canonicalize(path).ok()?))
+    }
 }
 
 /// The other shards of `name-00001-of-00003.gguf` (llama.cpp `llama_split_path` naming).
@@ -147,6 +191,18 @@ pub fn from_header(
         origin,
     };
     let layers = md.need("block_count")?;
+    if layers == 0 {
+        return Err(format!(
+            "{origin}: metadata {} is zero (a model has at least one layer)",
+            md.name("block_count")
+        ));
+    }
+    if md.num("context_length") == Some(0) {
+        return Err(format!(
+            "{origin}: metadata {} is zero (a model takes at least one token)",
+            md.name("context_length")
+        ));
+    }
     let hidden = match md.num("embedding_length") {
         Some(v) => v,
         None => md

@@ -16,6 +16,7 @@ pub mod safetensors;
 use crate::memory::ModelArch;
 use crate::memory::dtype::WeightFormat;
 use crate::memory::workload::{FileWeights, LoadedModel};
+use crate::printable::printable;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -74,7 +75,7 @@ pub mod from_bytes {
     /// A GGUF file's header and the model it describes.
     pub fn gguf(data: &[u8]) -> Result<ImportedModel, String> {
         let h = gguf::parse_from(Cursor::new(data), data.len() as u64, "input.gguf")?;
-        gguf_model::from_header(&h, "input.gguf", "input")
+        gguf_model::from_header(&h, "input.gguf", "input").map(escaped)
     }
 
     pub fn safetensors(data: &[u8]) -> Result<safetensors::Header, String> {
@@ -83,7 +84,7 @@ pub mod from_bytes {
 
     pub fn hf_config(data: &[u8]) -> Result<ImportedModel, String> {
         let text = std::str::from_utf8(data).map_err(|e| format!("config.json: not UTF-8: {e}"))?;
-        hf_config::parse(text, "config.json", "input")
+        hf_config::parse(text, "config.json", "input").map(escaped)
     }
 
     pub fn model_index(data: &[u8]) -> Result<DiffusersPipeline, String> {
@@ -132,14 +133,32 @@ pub enum Imported {
 /// Reads whatever `path` is: a model file or folder, or a diffusers pipeline.
 pub fn import(path: &Path) -> Result<Imported, String> {
     match kind_of(path)? {
-        Kind::Pipeline(p) => import_pipeline(&p).map(Imported::Pipeline),
-        k => import_kind(k).map(|m| Imported::Model(Box::new(m))),
+        Kind::Pipeline(p) => import_pipeline(&p).map(|mut p| {
+            let esc = |s: &mut String| *s = printable(s).into_owned();
+            esc(&mut p.name);
+            esc(&mut p.class_name);
+            for c in &mut p.components {
+                esc(&mut c.name);
+                esc(&mut c.library);
+                esc(&mut c.class_name);
+            }
+            Imported::Pipeline(p)
+        }),
+        k => import_kind(k).map(|m| Imported::Model(Box::new(escaped(m)))),
     }
 }
 
 /// Reads a model (not a pipeline) from `path`, with everything the files say.
 pub fn import_model(path: &Path) -> Result<ImportedModel, String> {
-    import_kind(kind_of(path)?)
+    import_kind(kind_of(path)?).map(escaped)
+}
+
+/// The names a file gave (`general.name`, `model_type`) with their control characters escaped,
+/// so a name cannot forge a line of the output or send terminal escapes (`crate::printable`).
+fn escaped(mut m: ImportedModel) -> ImportedModel {
+    m.name = printable(&m.name).into_owned();
+    m.model_type = printable(&m.model_type).into_owned();
+    m
 }
 
 /// The kinds of input, decided by content where the content can tell and by name otherwise.
@@ -159,7 +178,10 @@ fn kind_of(path: &Path) -> Result<Kind, String> {
     }
     if !meta.is_file() {
         // A pipe or device would block the magic-number sniff below.
-        return Err(format!("{shown}: not a regular file"));
+        return Err(format!(
+            "{shown}: is {}, not a regular file",
+            crate::input_file::kind_name(&meta)
+        ));
     }
     let name = path
         .file_name()
@@ -195,9 +217,7 @@ fn kind_of(path: &Path) -> Result<Kind, String> {
 fn starts_with_gguf_magic(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
+    crate::input_file::open_regular(path).is_ok_and(|(mut f, _)| f.read_exact(&mut magic).is_ok())
         && &magic == b"GGUF"
 }
 

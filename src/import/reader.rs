@@ -114,47 +114,23 @@ impl<R: Read + Seek> HeaderReader<R> {
 pub fn open(
     path: &std::path::Path,
 ) -> Result<HeaderReader<std::io::BufReader<std::fs::File>>, String> {
-    let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| format!("{shown}: cannot open: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{shown}: cannot read its size: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown}: not a regular file"));
-    }
+    let (file, len) = crate::input_file::open_regular(path)?;
     Ok(HeaderReader::new(
         std::io::BufReader::new(file),
-        meta.len(),
-        &shown,
+        len,
+        &path.display().to_string(),
     ))
 }
 
 /// Reads a whole small text file (JSON), refusing anything over `max` bytes.
 pub fn read_small_text(path: &std::path::Path, max: u64) -> Result<String, String> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown}: not a regular file"));
-    }
-    if meta.len() > max {
-        return Err(format!(
-            "{shown}: {} bytes is too large for this kind of file (at most {max})",
-            meta.len()
-        ));
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(max).read_to_string(&mut text))
-        .map_err(|e| format!("{shown}: cannot read as UTF-8 text: {e}"))?;
-    Ok(text)
+    crate::input_file::read_text_capped(path, max, "this kind of file")
 }
 
-/// A name read from a file, fit for a one-line message: quoted, control characters escaped,
-/// cut to 80 characters.
+/// A name read from a file, fit for a one-line message: quoted, control characters escaped
+/// (`crate::printable`), cut to 80 characters.
 pub fn shown(name: &str) -> String {
-    let cut: String = name.chars().take(80).collect();
-    let more = if cut.len() < name.len() { "…" } else { "" };
-    format!("{:?}{more}", cut)
+    format!("\"{}\"", crate::printable::printable_cut(name, 80))
 }
 
 /// A name from a file (a shard, a pipeline component) must stay inside that file's folder.

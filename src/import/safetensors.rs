@@ -15,8 +15,13 @@ use std::path::{Path, PathBuf};
 
 /// `MAX_HEADER_SIZE` of the safetensors crate.
 const MAX_HEADER: u64 = 100_000_000;
-/// An index.json lists tensor names only; the largest real ones are a few MiB.
-const MAX_INDEX: u64 = 64 << 20;
+/// An index.json lists tensor names only; the largest real ones are a few MiB (DeepSeek-V3's,
+/// 91k tensors: 8.6 MB).
+const MAX_INDEX: u64 = 32 << 20;
+/// Tensors of one model, all shards together. Real checkpoints hold at most about a hundred
+/// thousand (DeepSeek-V3 with every expert a tensor: ~91k); past this a header is refused before
+/// more entries are kept, so memory stays bounded whatever a header claims.
+pub const MAX_TENSORS: usize = 250_000;
 
 /// Bits per element of each safetensors dtype (safetensors `Dtype::bitsize`).
 fn dtype_bits(dtype: &str) -> Option<u64> {
@@ -69,14 +74,24 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, String> {
             "header is not a valid safetensors header: {e}"
         ))
     })?;
+    drop(raw);
     let mut h = Header {
         tensors: Vec::with_capacity(tensors.len()),
         metadata,
     };
+    let mut bytes = 0u64;
     for (name, raw) in tensors {
         let t = entry(&name, raw, data_len)
             .map_err(|e| r.err(format_args!("tensor {}: {e}", shown(&name))))?;
+        // The reference implementation requires the tensors to tile the data without overlap
+        // (safetensors `Metadata::validate`); their bytes can at least not add up past it.
+        bytes = bytes.saturating_add(t.bytes);
         h.tensors.push(t);
+    }
+    if bytes > data_len {
+        return Err(r.err(format_args!(
+            "the tensors claim {bytes} bytes but the data section holds {data_len} (overlapping tensors; corrupt header)"
+        )));
     }
     Ok(h)
 }
@@ -147,6 +162,11 @@ impl<'de> Deserialize<'de> for RawHeader {
                             .filter_map(|(k, v)| v.0.map(|s| (k, s)))
                             .collect();
                     } else {
+                        if h.tensors.len() == MAX_TENSORS {
+                            return Err(de::Error::custom(format!(
+                                "more than {MAX_TENSORS} tensors, more than any model has"
+                            )));
+                        }
                         let e = map.next_value::<RawEntry>().map_err(|e| {
                             de::Error::custom(format!("tensor {}: {e}", shown(&key)))
                         })?;
@@ -154,6 +174,34 @@ impl<'de> Deserialize<'de> for RawHeader {
                     }
                 }
                 Ok(h)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// An index's `weight_map` (tensor → shard file), refused past `MAX_TENSORS` entries.
+struct WeightMap(BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for WeightMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = WeightMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of tensor names to shard files")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WeightMap, A::Error> {
+                let mut m = BTreeMap::new();
+                while let Some((k, v)) = map.next_entry::<String, String>()? {
+                    if m.len() == MAX_TENSORS {
+                        return Err(de::Error::custom(format!(
+                            "weight_map lists more than {MAX_TENSORS} tensors, more than any model has"
+                        )));
+                    }
+                    m.insert(k, v);
+                }
+                Ok(WeightMap(m))
             }
         }
         d.deserialize_map(V)
@@ -260,13 +308,26 @@ pub struct WeightSummary {
 }
 
 impl WeightSummary {
-    fn add(&mut self, file: PathBuf, h: Header) {
-        self.files.push(file);
+    /// Adds one file's tensors; refuses a model past `MAX_TENSORS` tensors or whose sizes add
+    /// up past what a `u64` holds (a wrapped sum would look like a plausible size).
+    fn add(&mut self, file: PathBuf, h: Header) -> Result<(), String> {
+        let shown = file.display().to_string();
+        if self.tensors.len() + h.tensors.len() > MAX_TENSORS {
+            return Err(format!(
+                "{shown}: the files hold more than {MAX_TENSORS} tensors together, more than any model has"
+            ));
+        }
+        let overflow = || format!("{shown}: tensor sizes add up past 2^64 (corrupt header)");
+        let mut elements = self.tensors.iter().map(|t| t.elements).sum::<u64>();
         for t in h.tensors {
-            self.total_bytes += t.bytes;
-            *self.bytes_by_dtype.entry(t.dtype.clone()).or_insert(0) += t.bytes;
+            self.total_bytes = self.total_bytes.checked_add(t.bytes).ok_or_else(overflow)?;
+            elements = elements.checked_add(t.elements).ok_or_else(overflow)?;
+            let by = self.bytes_by_dtype.entry(t.dtype.clone()).or_insert(0);
+            *by = by.checked_add(t.bytes).ok_or_else(overflow)?;
             self.tensors.push(t);
         }
+        self.files.push(file);
+        Ok(())
     }
 
     /// Model parameters in the files. Quantization side tensors (GPTQ/AWQ `scales`, `qzeros`,
@@ -275,10 +336,11 @@ impl WeightSummary {
     /// skipped; packed weights are unpacked: GPTQ/AWQ `qweight` holds 32/bits weights per I32
     /// (AutoGPTQ/AutoAWQ packing), bitsandbytes 4-bit holds 2 weights per U8 byte.
     pub fn params(&self, quant_bits: Option<u32>) -> u64 {
+        // Each element count is below 2^62 and their sum below 2^64 (`add`); only the unpacking
+        // factor (at most 8) could pass it, and then the sum stops at u64::MAX, never wraps.
         self.tensors
             .iter()
-            .map(|t| param_elements(t, quant_bits))
-            .sum()
+            .fold(0u64, |a, t| a.saturating_add(param_elements(t, quant_bits)))
     }
 }
 
@@ -308,8 +370,10 @@ fn param_elements(t: &TensorEntry, quant_bits: Option<u32>) -> u64 {
         return 0;
     }
     match (quant_bits, t.dtype.as_str()) {
-        (Some(bits), "I32") if n.ends_with(".qweight") => t.elements * u64::from(32 / bits.max(1)),
-        (Some(4), "U8") => t.elements * 2,
+        (Some(bits), "I32") if n.ends_with(".qweight") => {
+            t.elements.saturating_mul(u64::from(32 / bits.max(1)))
+        }
+        (Some(4), "U8") => t.elements.saturating_mul(2),
         _ => t.elements,
     }
 }
@@ -324,7 +388,7 @@ pub fn read_any(path: &Path) -> Result<WeightSummary, String> {
         return read_index(path);
     }
     let mut s = WeightSummary::default();
-    s.add(path.to_path_buf(), read(path)?);
+    s.add(path.to_path_buf(), read(path)?)?;
     Ok(s)
 }
 
@@ -333,7 +397,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
     /// The parts of an index we use; other fields are skipped unread.
     #[derive(Deserialize)]
     struct Index {
-        weight_map: Option<BTreeMap<String, String>>,
+        weight_map: Option<WeightMap>,
         metadata: Option<IndexMeta>,
     }
     #[derive(Deserialize)]
@@ -346,7 +410,8 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
         .map_err(|e| format!("{origin}: not a safetensors index: {e}"))?;
     let map = index
         .weight_map
-        .ok_or_else(|| format!("{origin}: no weight_map (not a safetensors index)"))?;
+        .ok_or_else(|| format!("{origin}: no weight_map (not a safetensors index)"))?
+        .0;
     let mut shards: Vec<&str> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for shard in map.values() {
@@ -372,7 +437,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
                 "{origin}: shard {shard} is missing (download every file the index lists)"
             ));
         }
-        s.add(p.clone(), read(&p)?);
+        s.add(p.clone(), read(&p)?)?;
     }
     let present: std::collections::HashSet<&str> =
         s.tensors.iter().map(|t| t.name.as_str()).collect();

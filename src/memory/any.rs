@@ -26,6 +26,20 @@ pub fn resolve_any(
     base: &Path,
     loader: Option<ModelLoader>,
 ) -> Result<AnyWorkload, String> {
+    // Diffusion and game plans are built from their catalogs' presets; a model file given with
+    // them would be silently ignored, so it is refused instead.
+    if let Some(task @ (Task::Diffusion | Task::Game)) = file.run.task {
+        let given = [
+            ("model.file", &file.model.file),
+            ("model.hf_config", &file.model.hf_config),
+        ];
+        if let Some((field, Some(path))) = given.into_iter().find(|(_, p)| p.is_some()) {
+            return Err(format!(
+                "{field} (--model-file) = {}: a {task} plan does not read model files; name a preset with model.preset (--model; see `vram-doctor presets list`), and `vram-doctor inspect` shows what the files hold",
+                path.display()
+            ));
+        }
+    }
     match file.run.task {
         Some(Task::Diffusion) => Ok(AnyWorkload::Diffusion(diffusion::resolve::resolve(
             file,

@@ -198,6 +198,12 @@ impl ModelArch {
                 return Err(format!("model.{name} must be at least 1"));
             }
         }
+        if self.max_context == Some(0) {
+            return Err(
+                "model.max_context (the context length) is 0; a model takes at least one token"
+                    .into(),
+            );
+        }
         if !(self.params.is_finite() && self.params >= 1.0 && self.params < 1e14) {
             return Err("model.params must be a parameter count between 1 and 1e14".into());
         }

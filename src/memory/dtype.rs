@@ -407,6 +407,24 @@ impl KvDtype {
 
 pub const KV_NAMES: &[&str] = &["fp16", "bf16", "fp32", "fp8", "q8_0", "q4_0"];
 
+/// The KV cache types an inference engine can be told to use, so that its export carries the
+/// one the plan counted; `None` where the engine is not one we export a cache setting for.
+/// - vLLM `--kv-cache-dtype`: `auto` (the model's dtype: fp16, bf16, fp32), `bfloat16`, `fp8`
+///   (`vllm/config/cache.py`, `CacheDType`); no integer block types.
+/// - llama.cpp `--cache-type-k/-v`: f32, f16, bf16, q8_0, q4_0 among others (`common/arg.cpp`,
+///   `kv_cache_types`); no fp8.
+/// - transformers and AutoAWQ: the model's dtype (our exports set no quantized cache).
+pub fn kv_types_of(engine: super::options::Engine) -> Option<&'static [KvDtype]> {
+    use super::options::Engine;
+    use KvDtype::*;
+    match engine {
+        Engine::Vllm => Some(&[Fp16, Bf16, Fp32, Fp8]),
+        Engine::LlamaCpp => Some(&[Fp16, Bf16, Fp32, Q8_0, Q4_0]),
+        Engine::Transformers | Engine::AutoAwq => Some(&[Fp16, Bf16, Fp32]),
+        Engine::ComfyUi | Engine::Diffusers => None,
+    }
+}
+
 impl FromStr for KvDtype {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

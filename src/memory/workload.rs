@@ -130,18 +130,8 @@ impl WorkloadFile {
 
     /// Reads and parses a workload file, refusing anything that is not a small text file.
     pub fn load(path: &Path) -> Result<Self, String> {
-        const MAX: u64 = 1 << 20;
-        let shown = path.display();
-        let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
-        if meta.len() > MAX {
-            return Err(format!(
-                "{shown}: {} bytes is too large for a workload file (max 1 MiB)",
-                meta.len()
-            ));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{shown}: cannot read as UTF-8 text: {e}"))?;
-        Self::parse(&text, &shown.to_string())
+        let text = crate::input_file::read_text_capped(path, 1 << 20, "a workload file")?;
+        Self::parse(&text, &path.display().to_string())
     }
 
     pub fn to_toml(&self) -> String {
@@ -551,6 +541,21 @@ impl RunSection {
         {
             return Err(format!(
                 "run.method = 'qlora' needs a quantized base (run.weights nf4, int8, gptq-4bit …), not '{weights}'"
+            ));
+        }
+        if task != Task::Training
+            && let Some(allowed) = super::dtype::kv_types_of(engine)
+            && !allowed.contains(&kv_cache)
+        {
+            let names: Vec<&str> = super::dtype::KV_NAMES
+                .iter()
+                .copied()
+                .filter(|n| n.parse::<KvDtype>().is_ok_and(|k| allowed.contains(&k)))
+                .collect();
+            return Err(format!(
+                "run.kv_cache = '{}' is not a KV cache type {engine} has (its exported command could not hold what the plan counts); use one of: {}",
+                self.kv_cache.as_deref().unwrap_or("fp16"),
+                names.join(", ")
             ));
         }
         if task == Task::Training && method == Method::Full && weights.is_quantized() {

@@ -185,6 +185,26 @@ impl Source for NvmlSource {
     }
 }
 
+/// Checks a library the user named (`--nvml-lib`) before sampling from it: it must be a regular
+/// file (a FIFO would block the loader) that the loader accepts. `Err` names the path and the
+/// loader's own words, since the fault is the flag, not a missing driver. A library that loads
+/// but whose init fails (no permission, no driver) is left to the source, which reports it as a
+/// state like the system library's.
+pub fn check_lib(path: &std::path::Path) -> Result<(), String> {
+    crate::input_file::regular(path)?;
+    match Nvml::builder().lib_path(path.as_os_str()).init() {
+        Err(NvmlError::LibloadingError(e)) => Err(format!(
+            "{}: cannot load it as the NVML library: {e}",
+            path.display()
+        )),
+        Err(NvmlError::LibraryNotFound) => Err(format!(
+            "{}: the library was not found by the loader",
+            path.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Maps a library-wide NVML error to a state the UI can show (`monitor.md` §2.3).
 pub fn classify(e: &NvmlError) -> SourceState {
     match e {

@@ -1,18 +1,26 @@
 //! Recording snapshots to a file while monitoring. The file is opened for appending and each
 //! snapshot is written with one `write` of whole lines, so a crash or a second writer never leaves
-//! half a record in the middle of the file. The size is bounded: past `max_bytes` the file is
-//! rotated to `FILE.1` (replacing an older one), so a forgotten recording holds at most twice the
-//! limit on disk. An existing file that is not a recording in the same format is refused, never
-//! appended to.
+//! half a record in the middle of the file. An existing file that is not a recording in the same
+//! format is refused, never appended to; so is a path that is not a regular file (a device, a
+//! FIFO, a directory; a symbolic link is followed to the file it names).
+//!
+//! The size is bounded by rotation. Past `max_bytes` the file is moved aside and a new one begun.
+//! What rotation keeps: the current file and the one part before it *that this recording wrote*.
+//! The first rotation moves `FILE` to the first name of `FILE.1`, `FILE.2`, … that is free, so a
+//! part left by an earlier recording (or any file of that name) is never replaced; later
+//! rotations of the same recording replace that same part, and only while it is still the file
+//! this recording put there. A forgotten recording thus holds at most twice the limit on disk.
 
 use super::format::{CSV_HEADER, Format, csv_rows};
 use super::sample::Snapshot;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Default per-file limit: a day at 1 Hz of one GPU is about 50 MB of JSON Lines.
 pub const DEFAULT_MAX_BYTES: u64 = 128 << 20;
+/// Names tried for a rotated part (`FILE.1` … `FILE.999`) before rotation gives up.
+const MAX_PARTS: u32 = 999;
 
 pub struct Recorder {
     path: PathBuf,
@@ -20,20 +28,48 @@ pub struct Recorder {
     file: File,
     written: u64,
     max_bytes: u64,
+    /// The part the last rotation made, and how to tell it is still that file.
+    rotated: Option<(PathBuf, FileId)>,
+}
+
+/// What tells one file from another that later took its name: the device and inode where the
+/// system has them, and the size everywhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileId {
+    len: u64,
+    #[cfg(unix)]
+    node: (u64, u64),
+}
+
+impl FileId {
+    fn of(path: &Path) -> Option<FileId> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(FileId {
+            len: m.len(),
+            #[cfg(unix)]
+            node: {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            },
+        })
+    }
 }
 
 impl Recorder {
-    /// Opens `path` for appending (creating it), in the format its extension names.
+    /// Opens `path` for appending (creating it), in the format its extension names. A symbolic
+    /// link is followed; anything but a regular file or a missing path is refused.
     pub fn open(path: &Path, max_bytes: u64) -> Result<Recorder, String> {
         let format = Format::from_path(path);
-        check_existing(path, format)?;
-        let (file, written) = open_append(path)?;
+        let real = crate::atomic_write::target(path)?;
+        check_existing(&real, format)?;
+        let (file, written) = open_append(&real)?;
         let mut r = Recorder {
-            path: path.to_path_buf(),
+            path: real,
             format,
             file,
             written,
             max_bytes: max_bytes.max(1024),
+            rotated: None,
         };
         if r.written == 0 {
             r.write_header()?;
@@ -86,14 +122,47 @@ impl Recorder {
     }
 
     fn rotate(&mut self) -> Result<(), String> {
-        let mut old = self.path.clone().into_os_string();
-        old.push(".1");
-        std::fs::rename(&self.path, &old)
-            .map_err(|e| format!("cannot rotate {}: {e}", self.path.display()))?;
+        let cannot = |e: String| format!("cannot rotate {}: {e}", self.path.display());
+        // This recording's own previous part goes; a file someone else put at its name stays.
+        if let Some((part, id)) = self.rotated.take()
+            && FileId::of(&part).as_ref() == Some(&id)
+        {
+            std::fs::remove_file(&part).map_err(|e| cannot(e.to_string()))?;
+        }
+        let part = (1..=MAX_PARTS)
+            .map(|n| {
+                let mut p = self.path.clone().into_os_string();
+                p.push(format!(".{n}"));
+                PathBuf::from(p)
+            })
+            .find_map(|p| match move_no_replace(&self.path, &p) {
+                Ok(true) => Some(Ok(p)),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .unwrap_or_else(|| Err(format!("every name up to .{MAX_PARTS} is taken")))
+            .map_err(cannot)?;
+        self.rotated = FileId::of(&part).map(|id| (part, id));
         let (file, written) = open_append(&self.path)?;
         self.file = file;
         self.written = written;
         self.write_header()
+    }
+}
+
+/// Moves `from` to `to` unless `to` exists: `Ok(false)` when it does. A hard link is made first
+/// (which fails on an existing name, atomically) and the old name removed; where the file
+/// system has no hard links, a plain rename after checking the name is free.
+fn move_no_replace(from: &Path, to: &Path) -> Result<bool, String> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => std::fs::remove_file(from)
+            .map(|()| true)
+            .map_err(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(_) if std::fs::symlink_metadata(to).is_ok() => Ok(false),
+        Err(_) => std::fs::rename(from, to)
+            .map(|()| true)
+            .map_err(|e| e.to_string()),
     }
 }
 
@@ -107,14 +176,15 @@ fn open_append(path: &Path) -> Result<(File, u64), String> {
     Ok((file, len))
 }
 
-/// Refuses to append to a non-empty file whose first line is not this format's.
+/// Refuses to append to a non-empty file whose first line is not this format's. Reads at most
+/// 64 KiB: enough for any header or snapshot start.
 fn check_existing(path: &Path, format: Format) -> Result<(), String> {
-    let Ok(f) = File::open(path) else {
+    if !path.exists() {
         return Ok(());
-    };
+    }
+    let (f, _) = crate::input_file::open_regular(path)?;
     let mut first = Vec::new();
-    // Read at most 64 KiB of the first line: enough for any header or snapshot start.
-    let _ = BufReader::new(f).take_first_line(&mut first, 64 * 1024);
+    let _ = BufReader::new(f.take(64 * 1024)).take_first_line(&mut first, 64 * 1024);
     if first.is_empty() {
         return Ok(());
     }
@@ -243,6 +313,58 @@ mod tests {
                 .unwrap()
                 .contains("cannot open")
         );
+    }
+
+    #[test]
+    fn rotation_never_replaces_a_part_it_did_not_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.jsonl");
+        let earlier = dir.path().join("rec.jsonl.1");
+        std::fs::write(&earlier, "an earlier recording's part\n").unwrap();
+        let mut demo = DemoSource::new(3);
+        let mut r = Recorder::open(&path, 4 * 1024).unwrap();
+        for _ in 0..60 {
+            r.write(&demo.sample()).unwrap();
+        }
+        drop(r);
+        assert_eq!(
+            std::fs::read_to_string(&earlier).unwrap(),
+            "an earlier recording's part\n"
+        );
+        // The recording's own parts: the current file and one rotated part, `.2`.
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["rec.jsonl", "rec.jsonl.1", "rec.jsonl.2"]);
+        let part = std::fs::read_to_string(dir.path().join("rec.jsonl.2")).unwrap();
+        assert!(part.len() <= 4 * 1024 && part.starts_with("{\"time_ms\":"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_and_links_are_not_recorded_over() {
+        // /dev/zero would be read forever by the format check; it is refused unopened.
+        let e = Recorder::open(Path::new("/dev/zero"), 1 << 20)
+            .err()
+            .unwrap();
+        assert!(e.contains("character device"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.jsonl");
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        std::fs::write(&real, "").unwrap();
+        let mut r = Recorder::open(&link, 1 << 20).unwrap();
+        r.write(&DemoSource::new(1).sample()).unwrap();
+        drop(r);
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap().lines().count(), 1);
     }
 
     #[test]

@@ -1,19 +1,24 @@
 //! Replays a recording (JSON Lines or CSV, told apart by the first line). The file is streamed,
-//! never loaded whole; each line is bounded, and a malformed line is skipped and counted rather
-//! than stopping the replay. Snapshots come out with `SourceKind::Replay`, so a replay is never
-//! shown as live data.
+//! never loaded whole; each line is bounded, a snapshot holds at most `MAX_GPUS` GPUs, and a
+//! malformed line is skipped and counted rather than stopping the replay (the command line then
+//! ends with an error naming the first one). Names read from the file (GPUs, processes) have
+//! their control characters escaped (`crate::printable`). Snapshots come out with
+//! `SourceKind::Replay`, so a replay is never shown as live data.
 
 use super::format::{CSV_HEADER, CsvRow, parse_csv_row};
 use super::record::TakeLine;
 use super::sample::{Snapshot, SourceKind, SourceState};
 use super::source::Source;
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// A snapshot line longer than this is not from us (a recording line is a few KB even with dozens
 /// of processes).
 const MAX_LINE: usize = 1 << 20;
+/// More GPUs than one snapshot can hold: NVML enumerates at most 64 devices per node
+/// (`NVML_MAX_DEVICES` is not a constant of the API, but no system ships more than 16 GPUs), so
+/// rows past this many at one time are refused as malformed, keeping a snapshot small.
+pub const MAX_GPUS: usize = 256;
 
 enum Kind {
     Jsonl,
@@ -35,7 +40,7 @@ pub struct ReplaySource {
 
 impl ReplaySource {
     pub fn open(path: &Path) -> Result<ReplaySource, String> {
-        let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let (f, _) = crate::input_file::open_regular(path)?;
         Self::from_reader(Box::new(BufReader::new(f)))
             .map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -147,9 +152,23 @@ impl ReplaySource {
                 self.pending = Some(r);
                 break;
             }
+            if s.gpus.len() >= MAX_GPUS {
+                self.skip(format!(
+                    "more than {MAX_GPUS} GPUs at one time (time_ms {})",
+                    s.time_ms
+                ));
+                continue;
+            }
             s.gpus.extend(r.gpu);
         }
         Some(s)
+    }
+}
+
+/// Escapes the control characters of a name read from the file, in place.
+fn escape(s: &mut String) {
+    if let std::borrow::Cow::Owned(e) = crate::printable::printable(s) {
+        *s = e;
     }
 }
 
@@ -170,6 +189,15 @@ impl Source for ReplaySource {
         match next {
             Some(mut s) => {
                 s.source = SourceKind::Replay;
+                s.gpus.truncate(MAX_GPUS);
+                for g in &mut s.gpus {
+                    escape(&mut g.name);
+                    for p in g.processes.iter_mut().flatten() {
+                        if let Some(n) = &mut p.name {
+                            escape(n);
+                        }
+                    }
+                }
                 self.last_time = s.time_ms;
                 s
             }

@@ -120,14 +120,78 @@ pub fn run(start_tab: Option<Tab>) -> Result<(), String> {
             .with_min_inner_size([640.0, 420.0]),
         ..Default::default()
     };
-    eframe::run_native(
-        "vram-doctor",
-        options,
-        Box::new(move |cc| Ok(Box::new(VramDoctorApp::with_locale(cc, start_tab)))),
-    )
-    .map_err(|e| {
+    // A display that is set but cannot be reached makes the windowing crates panic; the panic
+    // becomes the one-line error below, and its location is told relative to the crate, never
+    // as a path of the machine the binary was built on (`crate_relative`).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", crate_relative(l.file()), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "vram-doctor: internal error{at}: {}",
+            panic_text(info.payload())
+        );
+    }));
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        eframe::run_native(
+            "vram-doctor",
+            options,
+            Box::new(move |cc| Ok(Box::new(VramDoctorApp::with_locale(cc, start_tab)))),
+        )
+    }));
+    std::panic::set_hook(default_hook);
+    let failed = |e: &dyn std::fmt::Display| {
         format!(
             "cannot start the desktop app: {e}; the command line still works (`vram-doctor --help`)"
         )
-    })
+    };
+    match ran {
+        Ok(r) => r.map_err(|e| failed(&e)),
+        Err(payload) => Err(failed(&panic_text(payload.as_ref()))),
+    }
+}
+
+/// The text of a panic.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// A source path as built: a dependency's path is cut to `crate-version/src/…` (dropping the
+/// build machine's `…/.cargo/registry/src/index-hash/`), and the standard library's to what
+/// follows `/rustc/HASH/`.
+pub fn crate_relative(file: &str) -> &str {
+    let cut = |marker: &str| {
+        file.find(marker).map(|i| {
+            let rest = &file[i + marker.len()..];
+            // Skip the registry index (`index.crates.io-1949cf8c6b5b557f/`) or the commit hash.
+            rest.split_once('/').map_or(rest, |(_, tail)| tail)
+        })
+    };
+    cut("/registry/src/")
+        .or_else(|| cut("/git/checkouts/"))
+        .or_else(|| cut("/rustc/"))
+        .unwrap_or(file)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn panic_locations_do_not_show_the_build_machine() {
+        let f = "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/winit-0.30.12/src/platform_impl/linux/mod.rs";
+        assert_eq!(
+            super::crate_relative(f),
+            "winit-0.30.12/src/platform_impl/linux/mod.rs"
+        );
+        assert_eq!(
+            super::crate_relative("/rustc/abc123/library/core/src/option.rs"),
+            "library/core/src/option.rs"
+        );
+        assert_eq!(super::crate_relative("src/ui/mod.rs"), "src/ui/mod.rs");
+    }
 }

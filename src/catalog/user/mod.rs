@@ -462,8 +462,15 @@ impl UserPresets {
 /// preset's figures, as the catalog tab's "Plan" does. Built-ins win, and the file is read only
 /// then; anything else is left for the resolver to report. A `--model` id is looked up only for
 /// the LLM tasks (diffusion and game tasks name their own presets), and only when it is all the
-/// `[model]` section says, so no other model field is dropped.
-pub fn use_in_workload(f: &mut WorkloadFile, gpu: Option<&str>, model: Option<&str>, path: &Path) {
+/// `[model]` section says, so no other model field is dropped. A file that exists but cannot be
+/// read as presets is an error naming the id, the file, and the line and reason (the resolver
+/// would only say "unknown preset").
+pub fn use_in_workload(
+    f: &mut WorkloadFile,
+    gpu: Option<&str>,
+    model: Option<&str>,
+    path: &Path,
+) -> Result<(), String> {
     let key = |id: &str| id.trim().to_ascii_lowercase();
     let gpu = gpu.filter(|id| !UserGpu::builtin(id));
     let llm = matches!(f.run.task, None | Some(Task::Inference | Task::Training));
@@ -475,11 +482,18 @@ pub fn use_in_workload(f: &mut WorkloadFile, gpu: Option<&str>, model: Option<&s
         llm && f.model == only_preset && !UserModel::builtin(id)
     });
     if gpu.is_none() && model.is_none() {
-        return;
+        return Ok(());
     }
-    let Ok(user) = read(path) else {
-        return;
-    };
+    let user = read(path).map_err(|e| {
+        let (flag, id) = match (gpu, model) {
+            (Some(g), _) => ("--gpu", g),
+            (None, m) => ("--model", m.unwrap_or_default()),
+        };
+        format!(
+            "{flag} {}: not a built-in preset, and your presets file cannot be used: {e}",
+            crate::printable::printable_cut(id, 80)
+        )
+    })?;
     if let Some(g) = gpu.and_then(|id| user.get::<UserGpu>(&key(id))) {
         f.gpu.preset = None;
         f.gpu.vram_gib.get_or_insert(g.vram_gib);
@@ -487,6 +501,7 @@ pub fn use_in_workload(f: &mut WorkloadFile, gpu: Option<&str>, model: Option<&s
     if let Some(m) = model.and_then(|id| user.get::<UserModel>(&key(id))) {
         f.model = m.section();
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -44,11 +44,14 @@ enum ReadError {
 /// Reads the file at `path` without changing anything: `None` when there is none.
 fn read_file(path: &Path) -> Result<Option<UserPresets>, ReadError> {
     let shown = path.display();
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
+    // Checked before opening: a FIFO at this name would block the app at start.
+    match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ReadError::Io(format!("{shown}: cannot read: {e}"))),
-    };
+        _ => {}
+    }
+    let f = crate::input_file::open_regular(path)
+        .map_err(ReadError::Io)?
+        .0;
     // Read one byte past the cap, so a file that grows while being read is still caught.
     let mut bytes = Vec::new();
     f.take(MAX_FILE_BYTES + 1)

@@ -125,7 +125,7 @@ impl DiffusionCatalog {
             .ok_or_else(|| {
                 let near = nearest(&key, self.models.iter().map(|m| m.id.as_str()), 3);
                 let hint = if near.is_empty() { String::new() } else { format!("did you mean {}? ", near.join(", ")) };
-                format!("unknown diffusion model preset '{id}'; {hint}see `vram-doctor presets list diffusion`")
+                format!("unknown diffusion model preset '{}'; {hint}see `vram-doctor presets list diffusion`", crate::printable::printable_cut(id, 80))
             })
     }
 

@@ -65,7 +65,7 @@ impl GameCatalog {
         self.games.iter().find(|g| g.id == key || g.aliases.iter().any(|a| a.eq_ignore_ascii_case(&key))).ok_or_else(|| {
             let near = nearest(&key, self.games.iter().map(|g| g.id.as_str()), 3);
             let hint = if near.is_empty() { String::new() } else { format!("did you mean {}? ", near.join(", ")) };
-            format!("unknown game preset '{id}'; {hint}see `vram-doctor presets list games` (or leave model.preset out for the generic model)")
+            format!("unknown game preset '{}'; {hint}see `vram-doctor presets list games` (or leave model.preset out for the generic model)", crate::printable::printable_cut(id, 80))
         })
     }
 }
