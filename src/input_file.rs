@@ -43,7 +43,7 @@ pub fn kind_name(meta: &Metadata) -> &'static str {
 /// line naming the path and what it is. Nothing is opened.
 pub fn regular(path: &Path) -> Result<Metadata, String> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot open: {e}"))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
     if meta.is_file() {
         Ok(meta)
     } else {

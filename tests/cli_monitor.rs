@@ -76,7 +76,13 @@ fn table_shows_gpus_processes_and_alerts() {
 #[test]
 #[cfg(target_os = "linux")]
 fn without_a_gpu_it_says_so_and_suggests_the_demo() {
-    let out = monitor(&["--once", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
+    // No NVML library where the system's would be (the environment names a missing one, as a
+    // machine without the driver): no GPU, exit 1.
+    let out = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(["monitor", "--once"])
+        .env("VRAM_DOCTOR_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .output()
+        .expect("run vram-doctor");
     assert_eq!(out.status.code(), Some(1));
     let e = text(&out.stderr);
     assert!(
@@ -84,6 +90,14 @@ fn without_a_gpu_it_says_so_and_suggests_the_demo() {
         "{e}"
     );
     assert_eq!(e.lines().count(), 1, "one line: {e}");
+    // The same missing library named by the flag is bad input: the path, exit 2.
+    let out = monitor(&["--once", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = text(&out.stderr);
+    assert!(
+        e.contains("--nvml-lib /nonexistent/libnvidia-ml.so.1"),
+        "{e}"
+    );
     let fake = FakeNvml::new("init_rc = 4\n");
     let out = monitor(&["--once", "--nvml-lib", fake.lib.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));

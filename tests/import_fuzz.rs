@@ -267,7 +267,7 @@ fn regressions() {
     let g = Gguf::new().kv("general.architecture", Val::Str("llama\n\0junk".into()));
     let e = from_bytes::gguf(&g.bytes()).unwrap_err();
     assert!(
-        !e.contains('\n') && e.contains(r#""llama\n\0junk.block_count" is missing"#),
+        !e.contains('\n') && e.contains(r#""llama\n\u{0}junk.block_count" is missing"#),
         "{e}"
     );
     // Same for a config value echoed back in an error.

@@ -147,19 +147,34 @@ impl ReplaySource {
             gpus: Vec::new(),
         };
         s.gpus.extend(first.gpu);
-        while let Some(r) = self.next_csv_row() {
+        while s.gpus.len() < MAX_GPUS {
+            let Some(r) = self.next_csv_row() else {
+                return Some(s);
+            };
             if r.time_ms != s.time_ms {
                 self.pending = Some(r);
-                break;
+                return Some(s);
             }
-            if s.gpus.len() >= MAX_GPUS {
+            s.gpus.extend(r.gpu);
+        }
+        // Full: the rest of this time's rows are told by their time field alone and skipped
+        // unparsed, so a file of one time costs a line read per row.
+        while let Some(line) = self.next_line() {
+            let time = line.split(',').next().and_then(|t| t.parse::<u64>().ok());
+            if time == Some(s.time_ms) {
                 self.skip(format!(
                     "more than {MAX_GPUS} GPUs at one time (time_ms {})",
                     s.time_ms
                 ));
                 continue;
             }
-            s.gpus.extend(r.gpu);
+            match parse_csv_row(&line) {
+                Ok(r) => {
+                    self.pending = Some(r);
+                    break;
+                }
+                Err(e) => self.skip(e),
+            }
         }
         Some(s)
     }
@@ -301,7 +316,7 @@ mod tests {
             ReplaySource::open(&dir.path().join("missing"))
                 .err()
                 .unwrap()
-                .contains("cannot open")
+                .contains("cannot read")
         );
     }
 }
