@@ -2,6 +2,8 @@
 //! seeds need no downloads. Layouts as in `src/import/gguf.rs` and `src/import/safetensors.rs`.
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::io::Write;
 use std::path::Path;
 
