@@ -178,11 +178,16 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
 /// - `dir` missing: the set is written into a hidden sibling folder (`.DIR.PID.tmp`), every
 ///   file flushed, and the folder renamed to `dir` in one step, so `dir` either does not exist
 ///   or holds the whole set. Missing parent folders are created first.
-/// - `dir` an existing folder (or a link to one): its other files are the user's, so it is not
-///   swapped; instead every file of the set is written and flushed as a temporary first, and only
-///   when all are on disk are they renamed into place, each rename atomic. An interruption while
-///   writing leaves every old file as it was; only the renames themselves (microseconds, no
-///   writing) can be cut between, leaving some files new and the rest old.
+/// - `dir` an existing folder (or a link to one) that holds nothing but files of this set (an
+///   earlier export): on Linux the new set is built the same way and swapped with the folder in
+///   one step (`renameat2` with `RENAME_EXCHANGE`), then the old set is removed; `dir` holds the
+///   old set or the new one, never a mix.
+/// - any other existing folder (one holding other files, which are the user's, or on a system
+///   or file system without the swap): every file of the set is written and flushed as a
+///   temporary first, and only when all are on disk are they renamed into place, each rename
+///   atomic. An interruption while writing leaves every old file as it was; only the renames
+///   themselves (microseconds, no writing) can be cut between, leaving some files new and the
+///   rest old.
 /// - anything else: refused, as for [`write_atomic`].
 pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, String> {
     let shown = dir.display();
@@ -190,7 +195,9 @@ pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, Str
         Ok(m) if m.is_dir() => {
             let real = std::fs::canonicalize(dir)
                 .map_err(|e| format!("{shown}: cannot open the folder: {e}"))?;
-            replace_in(&real, files)?;
+            if !(only_files_of(&real, files) && swap_whole(&real, &m, files)?) {
+                replace_in(&real, files)?;
+            }
             Ok(files.iter().map(|(n, _)| dir.join(n)).collect())
         }
         Ok(m) => Err(format!(
@@ -210,13 +217,10 @@ pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, Str
     }
 }
 
-/// `write_set` into a folder that does not exist yet: build it hidden, then rename it.
-fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
-    let shown = dir.display();
-    let parent = dir_of(dir);
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("{shown}: cannot create the folder it is in: {e}"))?;
-    let tmp = temp_path(dir).ok_or_else(|| format!("{shown}: not a folder name"))?;
+/// Builds the set in the hidden sibling folder of `dir` (`.DIR.PID.tmp`), every file and the
+/// folder flushed; returns the folder.
+fn build_temp(dir: &Path, files: &[(&str, &str)]) -> std::io::Result<PathBuf> {
+    let tmp = temp_path(dir).ok_or(std::io::ErrorKind::InvalidInput)?;
     remove_stale_temps(dir);
     let built = (|| {
         if tmp.exists() {
@@ -227,18 +231,105 @@ fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
             write_temp(&tmp.join(name), text, None)?;
         }
         sync_dir(&tmp);
-        std::fs::rename(&tmp, dir)
+        Ok(())
     })();
     match built {
-        Ok(()) => {
-            sync_dir(parent);
-            Ok(())
-        }
+        Ok(()) => Ok(tmp),
         Err(e) => {
             std::fs::remove_dir_all(&tmp).ok();
-            Err(format!("{shown}: cannot write the folder: {e}"))
+            Err(e)
         }
     }
+}
+
+/// `write_set` into a folder that does not exist yet: build it hidden, then rename it.
+fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
+    let shown = dir.display();
+    let parent = dir_of(dir);
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("{shown}: cannot create the folder it is in: {e}"))?;
+    let tmp =
+        build_temp(dir, files).map_err(|e| format!("{shown}: cannot write the folder: {e}"))?;
+    if let Err(e) = std::fs::rename(&tmp, dir) {
+        std::fs::remove_dir_all(&tmp).ok();
+        return Err(format!("{shown}: cannot write the folder: {e}"));
+    }
+    sync_dir(parent);
+    Ok(())
+}
+
+/// Whether `dir` holds nothing but regular files named as files of the set: then swapping it
+/// for the new set loses nothing.
+fn only_files_of(dir: &Path, files: &[(&str, &str)]) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.into_iter().all(|e| {
+        e.is_ok_and(|e| {
+            let name = e.file_name();
+            e.file_type().is_ok_and(|t| t.is_file())
+                && files.iter().any(|(n, _)| name.to_str() == Some(*n))
+        })
+    })
+}
+
+/// `write_set` into a folder holding only an earlier set: build the new set beside it and swap
+/// the two in one step. `Ok(false)` when the system cannot swap (the caller then replaces file
+/// by file); the folder keeps its permissions.
+fn swap_whole(
+    dir: &Path,
+    meta: &std::fs::Metadata,
+    files: &[(&str, &str)],
+) -> Result<bool, String> {
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+        return Ok(false);
+    }
+    let shown = dir.display();
+    let tmp =
+        build_temp(dir, files).map_err(|e| format!("{shown}: cannot write the folder: {e}"))?;
+    std::fs::set_permissions(&tmp, meta.permissions()).ok();
+    if !exchange(&tmp, dir) {
+        std::fs::remove_dir_all(&tmp).ok();
+        return Ok(false);
+    }
+    sync_dir(dir_of(dir));
+    // `tmp` now holds the old set.
+    std::fs::remove_dir_all(&tmp).ok();
+    Ok(true)
+}
+
+/// Swaps two paths in one step: Linux `renameat2(2)` with `RENAME_EXCHANGE` (Linux 3.15, glibc
+/// 2.28; the flag's value from `include/uapi/linux/fs.h`). False where it fails (a file system
+/// without it answers `EINVAL`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn exchange(a: &Path, b: &Path) -> bool {
+    use std::ffi::{CString, c_char, c_int, c_uint};
+    use std::os::unix::ffi::OsStrExt;
+    unsafe extern "C" {
+        fn renameat2(
+            olddirfd: c_int,
+            oldpath: *const c_char,
+            newdirfd: c_int,
+            newpath: *const c_char,
+            flags: c_uint,
+        ) -> c_int;
+    }
+    const AT_FDCWD: c_int = -100;
+    const RENAME_EXCHANGE: c_uint = 1 << 1;
+    let (Ok(x), Ok(y)) = (
+        CString::new(a.as_os_str().as_bytes()),
+        CString::new(b.as_os_str().as_bytes()),
+    ) else {
+        return false;
+    };
+    // SAFETY: both pointers are NUL-terminated strings that outlive the call; renameat2 only
+    // reads them.
+    unsafe { renameat2(AT_FDCWD, x.as_ptr(), AT_FDCWD, y.as_ptr(), RENAME_EXCHANGE) == 0 }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn exchange(_: &Path, _: &Path) -> bool {
+    false
 }
 
 /// `write_set` into an existing folder: every temporary first, then the renames.
@@ -392,6 +483,22 @@ mod tests {
             ["set"],
             "temporary folder left"
         );
+        // Again into the folder holding only the set: swapped whole (on Linux), nothing left.
+        let before = std::fs::metadata(&out).unwrap();
+        write_set(&out, &[("x.json", "{\"b\":2}"), ("y.sh", "echo 1")]).unwrap();
+        assert_eq!(names(&out), ["x.json", "y.sh"]);
+        assert_eq!(names(&dir.path().join("a")), ["set"], "old set left");
+        assert_eq!(
+            std::fs::read_to_string(out.join("x.json")).unwrap(),
+            "{\"b\":2}"
+        );
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let after = std::fs::metadata(&out).unwrap();
+            assert_ne!(before.ino(), after.ino(), "not swapped as a folder");
+        }
+        let _ = before;
         // Again into the folder, which now also holds a file of the user's.
         std::fs::write(out.join("mine.txt"), "keep").unwrap();
         write_set(&out, &[("x.json", "{\"a\":1}"), ("y.sh", "echo 2")]).unwrap();

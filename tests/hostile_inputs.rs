@@ -158,6 +158,28 @@ fn export_all_into_a_new_folder_appears_whole_and_stale_temporaries_go() {
         assert_eq!(names, ["set"], "stale temporary folder kept");
     }
     assert!(set.join("ds_config.json").is_file() && set.join("plan-report.md").is_file());
+    // Again into the folder, which holds only the set: swapped whole, nothing left beside it.
+    let o = run_owned(&plan_with(&[
+        "--task",
+        "training",
+        "--export",
+        "all",
+        "--out",
+        s(&set),
+    ]));
+    assert!(o.status.success(), "{}", err(&o));
+    let listed = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(listed(dir.path()), ["set"]);
+    assert!(
+        listed(&set).iter().all(|n| !n.ends_with(".tmp")),
+        "{:?}",
+        listed(&set)
+    );
     // Again into the now existing folder, with a stale temporary file of one export.
     let stale_file = set.join(".ds_config.json.4194999.tmp");
     std::fs::write(&stale_file, "half").unwrap();
