@@ -9,7 +9,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(cmd) => run(cmd),
-        None => match ui::run(cli.tab.as_deref().and_then(Tab::from_name)) {
+        None => match ui::run(cli.tab.as_deref().and_then(Tab::from_name), cli.prometheus) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");

@@ -26,6 +26,15 @@ pub struct Cli {
     /// Desktop app only: the tab to open on (otherwise the one used last).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::ui::Tab::NAMES))]
     pub tab: Option<String>,
+    /// Desktop app only: the monitor shows the GPUs of every host this Prometheus server
+    /// (http://HOST:9090) or exporter (http://HOST:9400/metrics) reports.
+    #[arg(long, value_name = "URL", value_parser = parse_remote)]
+    pub prometheus: Option<String>,
+}
+
+/// Checks a `--prometheus` URL before the window opens.
+fn parse_remote(s: &str) -> Result<String, String> {
+    crate::telemetry::prometheus::PrometheusSource::open(s).map(|_| s.to_owned())
 }
 
 #[derive(Debug, Subcommand)]

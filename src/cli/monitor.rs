@@ -7,6 +7,7 @@ use crate::telemetry::demo::DemoSource;
 use crate::telemetry::detect::{Alert, Detectors};
 use crate::telemetry::history::History;
 use crate::telemetry::nvml::NvmlSource;
+use crate::telemetry::prometheus::{self, Exporter, Limits, Predicted, PrometheusSource};
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::telemetry::replay::ReplaySource;
 use crate::telemetry::{
@@ -51,6 +52,19 @@ pub struct MonitorArgs {
     /// Load this NVML library instead of the system's (also: VRAM_DOCTOR_NVML_LIB).
     #[arg(long, value_name = "PATH")]
     pub nvml_lib: Option<PathBuf>,
+    /// Read the GPUs of every host a Prometheus server knows (http://HOST:9090), or one
+    /// exporter's endpoint (http://HOST:9400/metrics): DCGM-exporter, nvidia_gpu_exporter or
+    /// vram-doctor metrics.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "demo", "nvml_lib"])]
+    pub prometheus: Option<String>,
+    /// Serve the readings, alerts and predicted peak as Prometheus metrics at
+    /// http://ADDR/metrics [default ADDR: 127.0.0.1:9835]. The table is then shown only on a
+    /// terminal.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = prometheus::DEFAULT_ADDR)]
+    pub serve: Option<String>,
+    /// With --serve: also export the planner's predicted peak for this workload file.
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub workload: Option<PathBuf>,
 }
 
 fn parse_interval(s: &str) -> Result<f64, String> {
@@ -85,6 +99,9 @@ fn no_gpu(state: &SourceState) -> ExitCode {
 }
 
 fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, String> {
+    if let Some(url) = &a.prometheus {
+        return Ok(Ok(Box::new(PrometheusSource::open(url)?)));
+    }
     if a.demo {
         return Ok(Ok(Box::new(DemoSource::new(a.seed))));
     }
@@ -163,6 +180,8 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
         .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
         .transpose()
         .map_err(|e| format!("--record {e}"))?;
+    let predicted = a.workload.as_deref().map(predicted_peak).transpose()?;
+    let exporter = a.serve.as_deref().map(serve).transpose()?;
     let replay = a.replay.is_some();
     let secs = a.interval.unwrap_or(if replay { 0.0 } else { 1.0 });
     let mut feed = match &a.replay {
@@ -183,7 +202,10 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
         },
     };
     let limit = if a.once { Some(1) } else { a.count };
-    let live_screen = !a.json && !a.once && std::io::stdout().is_terminal();
+    let terminal = std::io::stdout().is_terminal();
+    let live_screen = !a.json && !a.once && terminal;
+    // A server's log is not flooded with a table a second; the table is for people.
+    let print = a.json || exporter.is_none() || terminal;
     let mut history = History::default();
     let mut detectors = Detectors::default();
     let mut alerts: Vec<Alert> = Vec::new();
@@ -198,7 +220,23 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
         if let Some(r) = recorder.as_mut() {
             r.write(&snap)?;
         }
-        let text = if a.json {
+        if let Some(e) = &exporter {
+            e.publish(prometheus::exporter::render(
+                &snap,
+                &detectors,
+                predicted.as_ref(),
+            ));
+        }
+        let text = if !print {
+            for al in &new {
+                eprintln!(
+                    "alert: {}: {}",
+                    printable(&al.gpu_name),
+                    printable(&al.message)
+                );
+            }
+            String::new()
+        } else if a.json {
             let mut line = serde_json::to_string(&snap).map_err(|e| e.to_string())?;
             line.push('\n');
             for al in &new {
@@ -230,6 +268,10 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
         }
         shown += 1;
         if limit.is_some_and(|n| shown >= n) {
+            // One reading asked for, and the server did not answer: a script learns it.
+            if a.once && matches!(snap.state, SourceState::Unreachable(_)) {
+                return Ok(ExitCode::from(EXIT_NO_GPU));
+            }
             break;
         }
     }
@@ -253,6 +295,34 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Starts the metrics server; says where it listens, and warns when that is reachable from
+/// other machines (process names are in the metrics).
+fn serve(addr: &str) -> Result<Exporter, String> {
+    let e = Exporter::start(addr, Limits::default())?;
+    let at = e.local_addr();
+    eprintln!("serving Prometheus metrics at http://{at}/metrics");
+    if !at.ip().is_loopback() {
+        eprintln!(
+            "note: {at} is reachable from other machines; the metrics name the processes on each GPU"
+        );
+    }
+    Ok(e)
+}
+
+/// The planner's peak for a workload file, as `vram-doctor plan` computes it.
+fn predicted_peak(path: &std::path::Path) -> Result<Predicted, String> {
+    let file = crate::memory::WorkloadFile::load(path)?;
+    let base = path.parent().unwrap_or(std::path::Path::new("."));
+    let w = crate::memory::any::resolve_any(&file, base, Some(crate::import::load_model))?;
+    let result = crate::plan::plan_any(&w);
+    Ok(Predicted {
+        workload: path
+            .file_stem()
+            .map_or_else(|| "workload".into(), |s| s.to_string_lossy().into_owned()),
+        peak_bytes: result.breakdown().required_bytes(),
+    })
+}
+
 /// `HH:MM:SS` UTC of a Unix time in ms.
 fn clock(ms: u64) -> String {
     let s = ms / 1000;
@@ -270,6 +340,16 @@ fn bar(fill: f64) -> String {
 }
 
 fn render_gpu(g: &GpuSample) -> String {
+    let blank = GpuSample {
+        index: g.index,
+        uuid: g.uuid.clone(),
+        name: g.name.clone(),
+        host: g.host.clone(),
+        ..GpuSample::default()
+    };
+    if *g == blank {
+        return format!("{:<3} {:<30} not reported\n", g.index, printable(&g.name));
+    }
     if g.status == GpuStatus::Lost {
         return format!(
             "{:<3} {:<30} LOST: stopped answering; still retrying\n",
@@ -359,7 +439,15 @@ pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert]) -> String {
     if !s.state.is_ok() {
         t.push_str(&format!("! {}\n", s.state.message()));
     }
+    let mut host = None;
     for g in &s.gpus {
+        if g.host.is_some() && g.host != host {
+            host.clone_from(&g.host);
+            t.push_str(&format!(
+                "host {}\n",
+                printable(g.host.as_deref().unwrap_or_default())
+            ));
+        }
         t.push_str(&render_gpu(g));
     }
     for a in alerts {

@@ -93,6 +93,8 @@ struct Armed {
     procs: HashMap<u32, ProcTrack>,
     full: bool,
     growth: bool,
+    /// The floor's slope, bytes per second, while a growth episode lasts.
+    growth_slope: Option<f64>,
     spill: bool,
     others: bool,
     throttle_run: u32,
@@ -197,6 +199,39 @@ impl Detectors {
             throttling(&self.config, st, h, &mut emit);
         }
         out
+    }
+}
+
+/// The episodes that are running on one GPU now (fired and not yet re-armed): what an exporter
+/// shows as alert gauges, where the [`Alert`]s are the events that started them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Active {
+    pub kinds: Vec<AlertKind>,
+    /// While memory grows steadily: the rate, bytes per second (the leak's slope).
+    pub growth_bytes_per_s: Option<f64>,
+}
+
+impl Detectors {
+    /// What is active on the GPU with this [`GpuSample::key`].
+    pub fn active(&self, gpu_key: &str) -> Active {
+        let Some(st) = self.state.get(gpu_key) else {
+            return Active::default();
+        };
+        let kinds = [
+            (st.full, AlertKind::NearCapacity),
+            (st.growth, AlertKind::SteadyGrowth),
+            (st.spill, AlertKind::LikelySpill),
+            (st.others, AlertKind::OtherProcesses),
+            (st.throttled, AlertKind::Throttling),
+            (st.lost, AlertKind::GpuLost),
+        ]
+        .into_iter()
+        .filter_map(|(on, k)| on.then_some(k))
+        .collect();
+        Active {
+            kinds,
+            growth_bytes_per_s: st.growth_slope,
+        }
     }
 }
 
@@ -360,6 +395,7 @@ fn growth(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
     } else if st.growth && (slope <= 0.0 || rise < need / 2.0) {
         st.growth = false;
     }
+    st.growth_slope = st.growth.then_some(slope);
 }
 
 fn mean(it: impl Iterator<Item = f32>) -> Option<f64> {

@@ -92,7 +92,8 @@ impl Default for HistoryConfig {
             recent: 3600,
             bucket_ms: 60_000,
             buckets: 1380,
-            max_gpus: 16,
+            // A small fleet read through Prometheus (8 hosts of 8 GPUs); about 30 MB at most.
+            max_gpus: 64,
         }
     }
 }

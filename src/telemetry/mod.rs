@@ -32,6 +32,7 @@ pub mod format;
 pub mod history;
 pub mod nvml;
 pub mod pdh;
+pub mod prometheus;
 pub mod record;
 pub mod replay;
 pub mod sample;

@@ -284,6 +284,7 @@ impl Pass<'_> {
             index,
             uuid: cache.uuid.clone(),
             name: cache.name.clone().unwrap_or_else(|| format!("GPU {index}")),
+            host: None,
             status: GpuStatus::Ok,
             memory,
             shared: None,

@@ -24,6 +24,8 @@ pub enum SourceKind {
     Windows,
     Demo,
     Replay,
+    /// A Prometheus server's query API or an exporter's `/metrics`, read over the network.
+    Prometheus,
 }
 
 impl SourceKind {
@@ -36,6 +38,7 @@ impl SourceKind {
             SourceKind::Windows => "Windows counters",
             SourceKind::Demo => "DEMO (synthetic data)",
             SourceKind::Replay => "REPLAY of a recording",
+            SourceKind::Prometheus => "Prometheus (remote)",
         }
     }
 }
@@ -58,6 +61,9 @@ pub enum SourceState {
     NoGpu,
     /// A replay reached the end of its file.
     Ended,
+    /// A remote source (a Prometheus server, an exporter) does not answer; the detail says
+    /// which, why, and when the next try is.
+    Unreachable(String),
     /// Anything else, with the library's own words.
     Error(String),
 }
@@ -100,6 +106,7 @@ impl SourceState {
             }
             SourceState::NoGpu => format!("the driver reports no GPU; {demo}"),
             SourceState::Ended => "end of the recording".into(),
+            SourceState::Unreachable(d) => format!("not reachable: {d}"),
             SourceState::Error(d) => format!("GPU monitoring failed: {d}; still retrying"),
         }
     }
@@ -222,6 +229,10 @@ pub struct GpuSample {
     /// Stable identity (NVML UUID, PCI slot, adapter LUID); histories are keyed by it.
     pub uuid: Option<String>,
     pub name: String,
+    /// The machine the GPU is in, for sources that read several (a Prometheus server); `None`
+    /// for this machine's own GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub status: GpuStatus,
     pub memory: Option<MemorySample>,
     pub shared: Option<SharedMemory>,
@@ -243,11 +254,13 @@ pub struct GpuSample {
 }
 
 impl GpuSample {
-    /// Key for per-GPU history: the UUID, or the index when there is none.
+    /// Key for per-GPU history: the UUID, or the index (on its host) when there is none.
     pub fn key(&self) -> String {
-        self.uuid
-            .clone()
-            .unwrap_or_else(|| format!("index-{}", self.index))
+        match (&self.uuid, &self.host) {
+            (Some(u), _) => u.clone(),
+            (None, Some(h)) => format!("{h}/index-{}", self.index),
+            (None, None) => format!("index-{}", self.index),
+        }
     }
 }
 

@@ -66,6 +66,11 @@ fn run(
     tx: &SyncSender<Snapshot>,
     stop: &Receiver<()>,
 ) {
+    for snap in source.backfill(interval) {
+        if !deliver(snap, tx, stop) {
+            return;
+        }
+    }
     let mut next = Instant::now();
     loop {
         if !deliver(source.sample(), tx, stop) || source.finished() {

@@ -11,6 +11,13 @@ pub trait Source: Send {
     /// Takes one sample now.
     fn sample(&mut self) -> Snapshot;
 
+    /// Readings from before the start that the source can supply at once (a Prometheus
+    /// server's stored history), oldest first; the sampler sends them before the first sample.
+    /// `interval` is the sampling interval, the finest step worth asking for.
+    fn backfill(&mut self, _interval: std::time::Duration) -> Vec<Snapshot> {
+        Vec::new()
+    }
+
     /// True when there will be no more data (the end of a replay); the sampler then stops.
     fn finished(&self) -> bool {
         false

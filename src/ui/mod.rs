@@ -108,7 +108,8 @@ pub fn missing_display() -> Option<String> {
 
 /// Starts the desktop app and returns when its window closes. `start_tab` overrides the tab
 /// restored from the last session (used by `--tab` and for screenshots).
-pub fn run(start_tab: Option<Tab>) -> Result<(), String> {
+/// `remote`: a Prometheus server or exporter URL the monitor reads instead of this machine's GPUs.
+pub fn run(start_tab: Option<Tab>, remote: Option<String>) -> Result<(), String> {
     if let Some(why) = missing_display() {
         return Err(why);
     }
@@ -138,7 +139,13 @@ pub fn run(start_tab: Option<Tab>) -> Result<(), String> {
         eframe::run_native(
             "vram-doctor",
             options,
-            Box::new(move |cc| Ok(Box::new(VramDoctorApp::with_locale(cc, start_tab)))),
+            Box::new(move |cc| {
+                let mut app = VramDoctorApp::with_locale(cc, start_tab);
+                if let Some(url) = remote {
+                    app.state.monitor.watch_remote(url);
+                }
+                Ok(Box::new(app))
+            }),
         )
     }));
     std::panic::set_hook(default_hook);

@@ -17,6 +17,7 @@ use super::files::Dialogs;
 use super::i18n::{tr, trf};
 use crate::telemetry::detect::{Alert, Detectors};
 use crate::telemetry::history::History;
+use crate::telemetry::prometheus::PrometheusSource;
 use crate::telemetry::{GpuSample, Sampler, Snapshot, Source, SourceState, demo::DemoSource};
 use crate::units::human;
 use egui::Ui;
@@ -92,6 +93,8 @@ impl Wake {
 /// The live part of the monitor: not saved, rebuilt on the next start.
 pub struct Feed {
     pub detect: Detect,
+    /// A Prometheus server or exporter to read instead of `detect`'s source.
+    remote: Option<String>,
     /// Why no live source could be opened (shown with the demo button).
     pub unavailable: Option<String>,
     started: bool,
@@ -113,6 +116,7 @@ impl Default for Feed {
     fn default() -> Self {
         Feed {
             detect: crate::telemetry::detect,
+            remote: None,
             unavailable: None,
             started: false,
             _sampler: None,
@@ -191,6 +195,12 @@ pub struct MonitorView {
 }
 
 impl MonitorView {
+    /// Reads the GPUs a Prometheus server or exporter at `url` reports (`--prometheus`),
+    /// instead of this machine's, from the first time the tab is shown.
+    pub fn watch_remote(&mut self, url: String) {
+        self.feed.remote = Some(url);
+    }
+
     /// Takes snapshots from `rx` (instead of opening a source on first show).
     pub fn connect(&mut self, rx: Receiver<Snapshot>) {
         self.feed.started = true;
@@ -263,9 +273,13 @@ impl MonitorView {
         self.feed.wake.visible.store(true, Ordering::Relaxed);
         if !self.feed.started {
             self.feed.started = true;
-            match (self.feed.detect)() {
+            let source = match self.feed.remote.as_deref() {
+                Some(url) => PrometheusSource::open(url).map(|s| Box::new(s) as Box<dyn Source>),
+                None => (self.feed.detect)().map_err(|state| state.message_in_app()),
+            };
+            match source {
                 Ok(source) => self.start(ui.ctx(), source),
-                Err(state) => self.feed.unavailable = Some(state.message_in_app()),
+                Err(why) => self.feed.unavailable = Some(why),
             }
         }
         self.take_live();
@@ -317,7 +331,21 @@ impl MonitorView {
             reset: self.reset_view,
         };
         egui::ScrollArea::vertical().show(ui, |ui| {
+            // GPUs of a fleet (a Prometheus source) come sorted by host: one heading per host.
+            let mut host = None;
             for g in &latest.gpus {
+                if g.host.is_some() && g.host != host {
+                    host.clone_from(&g.host);
+                    ui.separator();
+                    ui.label(
+                        egui::RichText::new(trf(
+                            "Host {host}",
+                            &[("host", &g.host.as_deref().unwrap_or_default())],
+                        ))
+                        .heading()
+                        .strong(),
+                    );
+                }
                 self.gpu_ui(ui, &axis, g, predicted_bytes);
                 ui.add_space(12.0);
             }
