@@ -226,3 +226,55 @@ fn presets_list_shows_both_catalogs() {
     let o = run(&["presets", "list", "gpus"]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("llama-3.1-8b"));
 }
+
+/// A model shipped in fp8 is planned in fp8 unless a flag says otherwise, and the output says
+/// which format was used; `inspect` reports the same format.
+#[test]
+fn plan_uses_the_files_own_weight_format() {
+    let cfg = "tests/data/configs/deepseek-v3.json";
+    let inspect = run(&["inspect", cfg, "--json"]);
+    assert!(inspect.status.success(), "{}", stderr(&inspect));
+    let i: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(i["weights"], "fp8");
+    let weights = |args: &[&str]| {
+        let o = run(&[
+            &["plan", "--model-file", cfg, "--vram-gib", "80", "--json"],
+            args,
+        ]
+        .concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let bytes = v["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "weights")
+            .unwrap()["bytes"]
+            .as_f64()
+            .unwrap();
+        let notes: Vec<String> = v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect();
+        (bytes, notes)
+    };
+    let (fp8, notes) = weights(&[]);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("planned as fp8, the format the model's files hold")),
+        "{notes:?}"
+    );
+    let (bf16, notes) = weights(&["--weights", "bf16"]);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("bf16 (run.weights); the model's files hold fp8")),
+        "{notes:?}"
+    );
+    // 671B parameters: about 1 byte each in fp8, 2 in bf16.
+    assert!(fp8 > 6.0e11 && fp8 < 7.5e11, "{fp8}");
+    assert!(bf16 / fp8 > 1.8, "{bf16} vs {fp8}");
+}

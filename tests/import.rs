@@ -233,16 +233,77 @@ fn load_model_has_the_workload_loader_signature() {
 }
 
 #[test]
-fn unknown_model_types_are_read_by_the_common_keys_with_a_note() {
+fn unknown_model_types_are_refused_not_counted_as_llama() {
     let text = r#"{"model_type":"brand_new","hidden_size":64,"num_hidden_layers":2,
         "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100}"#;
-    let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
-    // llama layout: 2 × (64·(64+2·32) + 64·64 + 3·64·128 + 2·64) + 2·100·64 + 64
-    assert_eq!(
-        m.params_by_shape,
-        Some(2 * (64 * 128 + 64 * 64 + 3 * 64 * 128 + 128) + 2 * 100 * 64 + 64)
+    let e = imp::from_bytes::hf_config(text.as_bytes()).unwrap_err();
+    assert!(
+        e.contains("\"brand_new\"") && e.contains("not one this program knows"),
+        "{e}"
     );
-    assert!(m.notes[0].contains("brand_new"), "{:?}", m.notes);
+}
+
+/// A known type whose config declares a part the engine does not model is refused, the part named.
+#[test]
+fn unmodelled_parts_are_refused_by_name() {
+    let base = r#""hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,
+        "num_key_value_heads":2,"intermediate_size":128,"vocab_size":100"#;
+    let cases = [
+        (
+            r#""model_type":"qwen3","layer_types":["linear_attention","linear_attention","linear_attention","full_attention"]"#,
+            "layer_types \"linear_attention\" layers",
+        ),
+        (
+            r#""model_type":"llama","num_experts":8"#,
+            "routed experts (num_experts)",
+        ),
+        (
+            r#""model_type":"llama","kv_lora_rank":512"#,
+            "latent attention",
+        ),
+        (
+            r#""model_type":"llama","attention_chunk_size":8192"#,
+            "chunked attention",
+        ),
+        (r#""model_type":"mistral","ssm_state_size":128"#, "Mamba"),
+        (
+            r#""model_type":"qwen2","sliding_window":4096,"layer_types":["full_attention","sliding_attention","sliding_attention","full_attention"]"#,
+            "without a regular period",
+        ),
+    ];
+    for (extra, want) in cases {
+        let text = format!("{{{base},{extra}}}");
+        let e = imp::from_bytes::hf_config(text.as_bytes()).unwrap_err();
+        assert!(e.contains(want), "{extra}: {e}");
+    }
+    let llava = format!(
+        r#"{{"model_type":"llava","text_config":{{"model_type":"llama",{base}}},"vision_config":{{"model_type":"clip_vision_model"}}}}"#
+    );
+    let e = imp::from_bytes::hf_config(llava.as_bytes()).unwrap_err();
+    assert!(e.contains("clip_vision_model"), "{e}");
+}
+
+/// layer_types declares the windowed layers for any model type, not only Gemma's.
+#[test]
+fn layer_types_set_the_window_for_any_type() {
+    let text = r#"{"model_type":"qwen2","hidden_size":64,"num_hidden_layers":4,
+        "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100,
+        "sliding_window":128,"layer_types":["sliding_attention","full_attention","sliding_attention","full_attention"]}"#;
+    let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
+    assert_eq!(m.arch.sliding_window, Some(128));
+    assert_eq!(m.arch.global_every, Some(2));
+}
+
+/// Python's json module writes and reads Infinity and NaN; transformers configs can hold them.
+#[test]
+fn python_infinity_and_nan_are_read() {
+    let text = r#"{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
+        "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100,
+        "rope_scaling":{"factor":Infinity,"low":-Infinity,"x":NaN},"note":"NaN and Infinity in a string"}"#;
+    let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
+    assert_eq!(m.arch.layers, 2);
+    let e = imp::from_bytes::hf_config(b"{\"model_type\": Infinit}").unwrap_err();
+    assert!(e.contains("not valid JSON"), "{e}");
 }
 
 #[test]

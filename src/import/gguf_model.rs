@@ -333,6 +333,7 @@ pub fn from_header(
         global_every,
         moe,
         mla,
+        transformers_kv_heads: None,
     };
     arch.validate().map_err(|e| format!("{origin}: {e}"))?;
     let kv_per_token: u64 = kv_l

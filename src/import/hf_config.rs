@@ -75,6 +75,8 @@ struct Convention {
     #[serde(default)]
     parallel_norms: bool,
     #[serde(default)]
+    expanded_kv_key: Option<String>,
+    #[serde(default)]
     defaults: BTreeMap<String, toml::Value>,
 }
 
@@ -181,8 +183,8 @@ fn name_from_path(path: &Path) -> String {
 /// Parses config.json text; `origin` names the file in errors, `fallback_name` is used when
 /// the config does not name its model.
 pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedModel, String> {
-    let root: Value =
-        serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    let root: Value = serde_json::from_str(&python_json(text))
+        .map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
     if !root.is_object() {
         return Err(format!(
             "{origin}: not a config.json (the top level is not a JSON object)"
@@ -214,30 +216,43 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         ));
     }
     // Gemma 3's single-modality checkpoints say model_type "gemma3_text" at the top level.
-    let conv = match table.get(&text_type) {
-        Some(c) => c,
-        None => {
-            notes.push(format!(
-                "model_type {} is not one this program knows; counted as a Llama-style decoder",
-                super::reader::shown(&text_type)
-            ));
-            &table["llama"]
-        }
+    // A type not in the table is refused, never counted as some other type: its biases, norms,
+    // experts and attention are what the table records per type.
+    let Some(conv) = table.get(&text_type) else {
+        return Err(format!(
+            "{origin}: model_type {} is not one this program knows how to count (the known ones are in presets/hf_architectures.toml); describe the model by hand in a workload file ([model] params, layers, hidden, heads, kv_heads, vocab)",
+            super::reader::shown(&text_type)
+        ));
     };
     let cfg = Cfg {
         v: text_v,
         defaults: &conv.defaults,
         origin,
     };
+    unmodelled(&root, &cfg, conv)
+        .map_err(|feature| format!("{origin}: {feature} is not modelled by this program, so its memory cannot be planned (exit rather than a wrong figure)"))?;
     let layout = layout(&cfg, conv, &text_type)?;
     let mut vision_params = 0u64;
     if let Some(vc) = root.get("vision_config").filter(|v| v.is_object()) {
         match vision(vc, origin)? {
             Some(v) => {
-                vision_params = hf_count::vision_params(&v, &top_type, layout.hidden);
+                vision_params = hf_count::vision_params(&v).saturating_add(projector(
+                    &top_type,
+                    vc,
+                    v.hidden,
+                    layout.hidden,
+                    origin,
+                )?);
             }
             None => {
-                notes.push("the vision tower is not counted (only SigLIP towers are known)".into())
+                return Err(format!(
+                    "{origin}: the vision tower (vision_config model_type {}) is not modelled by this program (only SigLIP towers are), so its memory cannot be planned",
+                    super::reader::shown(
+                        vc.get("model_type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("not stated")
+                    )
+                ));
             }
         }
     }
@@ -273,6 +288,148 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         gguf: None,
         notes,
     })
+}
+
+/// Python's `json` module (what transformers writes config.json with) writes `float('inf')` and
+/// `float('nan')` as bare `Infinity`, `-Infinity` and `NaN`, and reads them back; serde_json
+/// refuses them. Outside strings they become the largest finite double and `null`.
+fn python_json(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("Infinity") && !text.contains("NaN") {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some((word, with)) = [
+            ("-Infinity", "-1.7976931348623157e308"),
+            ("Infinity", "1.7976931348623157e308"),
+            ("NaN", "null"),
+        ]
+        .into_iter()
+        .find(|(w, _)| rest.starts_with(w))
+        {
+            out.push_str(with);
+            rest = &rest[word.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out.into()
+}
+
+/// Config keys that declare a part of the model this program does not count or cache, with the
+/// feature's name: a config holding one (set, not null, not zero or false) is refused.
+/// Names from the transformers configuration classes (configuration_<type>.py).
+const UNMODELLED_KEYS: [(&str, &str); 16] = [
+    (
+        "is_encoder_decoder",
+        "an encoder-decoder model (is_encoder_decoder)",
+    ),
+    (
+        "attention_chunk_size",
+        "chunked attention (attention_chunk_size)",
+    ),
+    (
+        "interleave_moe_layer_step",
+        "interleaved MoE layers (interleave_moe_layer_step)",
+    ),
+    (
+        "intermediate_size_mlp",
+        "a separate dense-MLP width (intermediate_size_mlp)",
+    ),
+    (
+        "linear_num_value_heads",
+        "linear attention (linear_num_value_heads)",
+    ),
+    (
+        "linear_conv_kernel_dim",
+        "linear attention (linear_conv_kernel_dim)",
+    ),
+    (
+        "full_attention_interval",
+        "hybrid linear/full attention (full_attention_interval)",
+    ),
+    (
+        "ssm_state_size",
+        "a state-space (Mamba) block (ssm_state_size)",
+    ),
+    (
+        "mamba_d_state",
+        "a state-space (Mamba) block (mamba_d_state)",
+    ),
+    (
+        "mamba_n_heads",
+        "a state-space (Mamba) block (mamba_n_heads)",
+    ),
+    (
+        "attn_layer_indices",
+        "a hybrid attention/Mamba stack (attn_layer_indices)",
+    ),
+    ("audio_config", "an audio tower (audio_config)"),
+    (
+        "kv_sharing_modes",
+        "KV sharing between layers (kv_sharing_modes)",
+    ),
+    (
+        "num_kv_shared_layers",
+        "KV sharing between layers (num_kv_shared_layers)",
+    ),
+    (
+        "altup_num_inputs",
+        "AltUp per-layer inputs (altup_num_inputs)",
+    ),
+    (
+        "n_group_shared_experts",
+        "grouped shared experts (n_group_shared_experts)",
+    ),
+];
+
+/// The first part of the config this program would count wrong, named; `Ok` when every part
+/// the config declares is one the convention of its type models.
+fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> {
+    let set = |v: &Value| match v {
+        Value::Null | Value::Bool(false) => false,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        _ => true,
+    };
+    for (key, feature) in UNMODELLED_KEYS {
+        if let Some(v) = cfg.v.get(key).or_else(|| root.get(key))
+            && set(v)
+        {
+            return Err(feature.to_string());
+        }
+    }
+    if let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) {
+        for t in &types {
+            let t = t.as_str().unwrap_or("?");
+            if t != "full_attention" && t != "sliding_attention" {
+                return Err(format!("layer_types {} layers", super::reader::shown(t)));
+            }
+        }
+    }
+    if conv.moe.is_none()
+        && let Some((key, v)) = cfg.raw(&["num_experts", "n_routed_experts", "moe_num_experts"])
+        && set(&v)
+    {
+        return Err(format!(
+            "routed experts ({key}) in a model_type whose expert layout is not in presets/hf_architectures.toml"
+        ));
+    }
+    if !conv.mla && cfg.raw(&["kv_lora_rank"]).is_some() {
+        return Err("multi-head latent attention (kv_lora_rank) in a model_type that is not known to use it".into());
+    }
+    Ok(())
 }
 
 fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, String> {
@@ -431,6 +588,36 @@ fn moe(
     }))
 }
 
+/// Parameters of the projector from the vision tower into the language model, for the wrappers
+/// whose projector is known; any other wrapper is refused rather than counted without it.
+fn projector(
+    wrapper: &str,
+    vc: &Value,
+    vision_hidden: u32,
+    text_hidden: u32,
+    origin: &str,
+) -> Result<u64, String> {
+    let (v, t) = (u64::from(vision_hidden), u64::from(text_hidden));
+    match wrapper {
+        // Gemma3MultiModalProjector: mm_input_projection_weight [vision, text] and
+        // mm_soft_emb_norm (RMS, vision width) (modeling_gemma3.py).
+        "gemma3" => Ok(v * t + v),
+        // PaliGemmaMultiModalProjector: Linear(vision hidden, projection_dim, bias=True)
+        // (modeling_paligemma.py); SiglipVisionConfig projection_dim defaults to 2048.
+        "paligemma" => {
+            let p = vc
+                .get("projection_dim")
+                .and_then(Value::as_u64)
+                .unwrap_or(2048);
+            Ok(v * p + p)
+        }
+        other => Err(format!(
+            "{origin}: the vision-language wrapper {} (its projector from the vision tower) is not modelled by this program, so its memory cannot be planned",
+            super::reader::shown(other)
+        )),
+    }
+}
+
 /// A SigLIP vision tower (Gemma 3, PaliGemma), from `vision_config`.
 fn vision(vc: &Value, origin: &str) -> Result<Option<Vision>, String> {
     let ty = vc
@@ -478,11 +665,21 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
         }
         Sliding::Flag => None,
     };
-    let (window, global_every) = match layer_pattern(cfg) {
-        // layer_types lists every block: all full attention means no window at all.
+    // layer_types, where the config lists it, says which blocks are windowed for any model type.
+    let (window, global_every) = match layer_pattern(cfg)? {
         Some(Pattern::AllFull) => (None, None),
-        Some(Pattern::AllWindowed) => (window, None),
-        Some(Pattern::GlobalEvery(n)) => (window, Some(n)),
+        Some(p) => {
+            let w = cfg.u32(&["sliding_window"])?.ok_or_else(|| {
+                format!(
+                    "{}: layer_types lists sliding_attention layers but sliding_window is missing",
+                    cfg.origin
+                )
+            })?;
+            match p {
+                Pattern::GlobalEvery(n) => (Some(w), Some(n)),
+                _ => (Some(w), None),
+            }
+        }
         None => (
             window,
             cfg.u32(&["sliding_window_pattern"])?.or(conv.global_every),
@@ -522,6 +719,9 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
             dense_layers: m.moe_layers.iter().filter(|x| !**x).count() as u32,
         }),
         mla: l.mla.clone(),
+        transformers_kv_heads: (conv.expanded_kv_key.as_deref())
+            .filter(|k| cfg.bool(k).unwrap_or(false))
+            .map(|_| l.heads),
     };
     arch.validate()
         .map_err(|e| format!("{}: {e}", cfg.origin))?;
@@ -534,31 +734,34 @@ enum Pattern {
     GlobalEvery(u32),
 }
 
-/// Reads `layer_types` (["sliding_attention", …, "full_attention"]) when it has a regular period.
-fn layer_pattern(cfg: &Cfg) -> Option<Pattern> {
-    let (_, v) = cfg.raw(&["layer_types"])?;
-    let full: Vec<bool> = v
-        .as_array()?
+/// Reads `layer_types` (["sliding_attention", …, "full_attention"]); a mix without a regular
+/// period (one full layer in every n, the last of each n) is refused rather than guessed.
+fn layer_pattern(cfg: &Cfg) -> Result<Option<Pattern>, String> {
+    let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) else {
+        return Ok(None);
+    };
+    let full: Vec<bool> = types
         .iter()
         .map(|t| t.as_str() == Some("full_attention"))
         .collect();
     if full.iter().all(|f| *f) {
-        return Some(Pattern::AllFull);
+        return Ok(Some(Pattern::AllFull));
     }
-    let first = full.iter().position(|f| *f)?;
+    let Some(first) = full.iter().position(|f| *f) else {
+        return Ok(Some(Pattern::AllWindowed));
+    };
     let n = first + 1;
     if full
         .iter()
         .enumerate()
         .all(|(i, f)| *f == ((i + 1) % n == 0))
     {
-        return Some(Pattern::GlobalEvery(n as u32));
+        return Ok(Some(Pattern::GlobalEvery(n as u32)));
     }
-    if !full.iter().any(|f| *f) {
-        Some(Pattern::AllWindowed)
-    } else {
-        None
-    }
+    Err(format!(
+        "{}: layer_types mixes sliding and full attention layers without a regular period (one full layer in every n), which this program does not model",
+        cfg.origin
+    ))
 }
 
 /// The weight format a config declares: `quantization_config` first (transformers

@@ -176,10 +176,8 @@ pub fn count(l: &Layout) -> u64 {
     )
 }
 
-/// Parameters of a SigLIP vision tower, plus Gemma 3's projector into the text width
-/// (`Gemma3MultiModalProjector`: `mm_input_projection_weight` [vision, text] and
-/// `mm_soft_emb_norm` of the vision width).
-pub fn vision_params(v: &Vision, model_type: &str, text_hidden: u32) -> u64 {
+/// Parameters of a SigLIP vision tower.
+pub fn vision_params(v: &Vision) -> u64 {
     let (h, i) = (n(v.hidden), n(v.intermediate));
     let patch_embed = linear(n(v.channels) * n(v.patch) * n(v.patch), h, true);
     let positions = n(v.patches) * h;
@@ -191,9 +189,6 @@ pub fn vision_params(v: &Vision, model_type: &str, text_hidden: u32) -> u64 {
     if v.head {
         // SiglipMultiheadAttentionPoolingHead: probe, nn.MultiheadAttention, LayerNorm, MLP.
         total += h + linear(h, 3 * h, true) + linear(h, h, true) + layer_norm + mlp;
-    }
-    if model_type == "gemma3" {
-        total += h * n(text_hidden) + h;
     }
     to_u64(total)
 }
@@ -219,7 +214,7 @@ mod tests {
         let layer = 2 * 8 + 4 * (16 + 4) + (32 + 8) + (32 + 4);
         let post_norm = 8;
         assert_eq!(
-            vision_params(&v, "paligemma", 0),
+            vision_params(&v),
             patch_embed + positions + layer + post_norm
         );
         // Head: probe 4, in_proj 3·16 + 12, out_proj 16 + 4, norm 8, MLP 40 + 36.
@@ -229,13 +224,8 @@ mod tests {
             ..v.clone()
         };
         assert_eq!(
-            vision_params(&with_head, "paligemma", 0),
+            vision_params(&with_head),
             patch_embed + positions + layer + post_norm + head
-        );
-        // Gemma 3 adds its projector into the text width (4 × 10) and a norm of 4.
-        assert_eq!(
-            vision_params(&v, "gemma3", 10),
-            vision_params(&v, "x", 10) + 44
         );
     }
 }

@@ -119,6 +119,8 @@ pub fn load_model(path: &Path) -> Result<LoadedModel, String> {
         name: m.name,
         arch: m.arch,
         weights,
+        format: m.weights,
+        notes: m.notes,
     })
 }
 

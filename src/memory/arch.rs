@@ -76,6 +76,12 @@ pub struct ModelArch {
     pub moe: Option<Moe>,
     #[serde(default)]
     pub mla: Option<Mla>,
+    /// K/V heads transformers caches where it differs from `kv_heads`: Falcon's
+    /// `new_decoder_architecture` expands K and V to every query head before the cache update
+    /// (modeling_falcon.py `FalconAttention.forward`: `num_kv_heads = self.num_heads if
+    /// self.new_decoder_architecture`), while vLLM and llama.cpp keep the grouped heads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transformers_kv_heads: Option<u32>,
 }
 
 impl ModelArch {
@@ -246,6 +252,7 @@ pub(crate) mod tests {
             global_every: None,
             moe: None,
             mla: None,
+            transformers_kv_heads: None,
         }
     }
 

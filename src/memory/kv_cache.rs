@@ -7,18 +7,15 @@ use super::arch::ModelArch;
 use super::dtype::KvDtype;
 use super::options::Engine;
 
-/// K+V elements per token for one layer. MLA engines (vLLM, llama.cpp since PR #12801) keep the
-/// compressed latent `kv_lora_rank + qk_rope_head_dim` (DeepSeek-V2 paper §2.1.2); transformers
-/// caches the decompressed per-head K (nope+rope) and V.
+/// K+V elements per token for one layer. MLA engines keep the compressed latent
+/// `kv_lora_rank + qk_rope_head_dim` (DeepSeek-V2 paper §2.1.2): vLLM, llama.cpp since PR #12801,
+/// and transformers 5 (modeling_deepseek_v3.py `DeepseekV3Attention.forward`: "Cache read /
+/// write is performed while latent KV is still compressed"; checked by tests/hf_oracle.rs).
 fn elements_per_token_layer(a: &ModelArch, engine: Engine) -> f64 {
-    match (&a.mla, engine) {
-        (Some(m), Engine::Vllm | Engine::LlamaCpp) => {
-            f64::from(m.kv_lora_rank + m.qk_rope_head_dim)
-        }
-        (Some(m), _) => {
-            f64::from(a.heads) * f64::from(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-        }
-        (None, _) => 2.0 * a.kv_dim(),
+    match (&a.mla, a.transformers_kv_heads, engine) {
+        (Some(m), _, _) => f64::from(m.kv_lora_rank + m.qk_rope_head_dim),
+        (None, Some(h), Engine::Transformers) => 2.0 * f64::from(h) * f64::from(a.head_dim),
+        (None, _, _) => 2.0 * a.kv_dim(),
     }
 }
 

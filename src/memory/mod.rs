@@ -30,6 +30,9 @@ pub fn estimate(w: &Workload) -> Breakdown {
         Task::Training => training::estimate(w),
         _ => inference::estimate(w),
     };
+    for n in &w.model_notes {
+        b.warn(n.clone());
+    }
     b.add(
         "other_processes",
         "Other programs on the GPU",

@@ -139,6 +139,7 @@ mod tests {
             global_every: None,
             moe: None,
             mla: None,
+            transformers_kv_heads: None,
         }
     }
 

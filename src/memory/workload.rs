@@ -292,6 +292,10 @@ pub struct Workload {
     /// format the files hold.
     #[serde(default)]
     pub file_weights: Option<FileWeights>,
+    /// What the model's files say that the estimate should be read with: parts not counted,
+    /// where `run.weights` came from. Shown as warnings of the breakdown.
+    #[serde(default)]
+    pub model_notes: Vec<String>,
 }
 
 /// What a model file says about its own weights.
@@ -310,6 +314,11 @@ pub struct LoadedModel {
     pub name: String,
     pub arch: ModelArch,
     pub weights: Option<FileWeights>,
+    /// The weight format the files declare (config.json `quantization_config`/`torch_dtype`,
+    /// safetensors dtypes, the GGUF file type), also when their bytes were not read.
+    pub format: Option<WeightFormat>,
+    /// Parts of the model the importer did not count, and similar cautions.
+    pub notes: Vec<String>,
 }
 
 /// Loads a model from a file (`hf_config`/`file`); `crate::import::load_model` is the one the
@@ -332,15 +341,31 @@ impl WorkloadFile {
     pub fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<Workload, String> {
         let gpu = self.gpu.resolve()?;
         let loaded = self.model.resolve(base, loader)?;
-        let run = self
-            .run
-            .resolve_with(&loaded.arch, loaded.weights.map(|f| f.format))?;
+        let declared = loaded.format.or(loaded.weights.map(|f| f.format));
+        let run = self.run.resolve_with(&loaded.arch, declared)?;
+        let mut model_notes = loaded.notes;
+        if let Some(f) = declared {
+            model_notes.push(if self.run.weights.is_some() && f != run.weights {
+                format!(
+                    "weights planned as {} (run.weights); the model's files hold {f}",
+                    run.weights
+                )
+            } else if self.run.weights.is_none() && run.weights == f {
+                format!("weights planned as {f}, the format the model's files hold")
+            } else {
+                format!(
+                    "weights planned as {}; the model's files hold {f}",
+                    run.weights
+                )
+            });
+        }
         Ok(Workload {
             gpu,
             model_name: loaded.name,
             model: loaded.arch,
             run,
             file_weights: loaded.weights,
+            model_notes,
         })
     }
 }
@@ -390,6 +415,7 @@ impl ModelSection {
             return Err("model: give only one of model.preset, model.hf_config, model.file".into());
         }
         let mut file_weights = None;
+        let (mut format, mut notes) = (None, Vec::new());
         let (name, mut arch) = if let Some(p) = &self.preset {
             let m = Catalog::get().model(p)?;
             (m.name.clone(), m.arch.clone())
@@ -398,6 +424,8 @@ impl ModelSection {
                 loader.ok_or("model: importing model files is not available in this build")?;
             let m = load(&base.join(path))?;
             file_weights = m.weights;
+            format = m.format;
+            notes = m.notes;
             (m.name, m.arch)
         } else {
             let need = |f: &str, v: Option<u32>| {
@@ -429,6 +457,7 @@ impl ModelSection {
                 global_every: None,
                 moe: None,
                 mla: None,
+                transformers_kv_heads: None,
             };
             ("custom model".to_string(), arch)
         };
@@ -458,11 +487,14 @@ impl ModelSection {
         if self.params.is_some() {
             // The byte count no longer describes the model the user asked for.
             file_weights = None;
+            format = None;
         }
         Ok(LoadedModel {
             name,
             arch,
             weights: file_weights,
+            format,
+            notes,
         })
     }
 }

@@ -303,6 +303,7 @@ impl UserModel {
             global_every: None,
             moe: None,
             mla: None,
+            transformers_kv_heads: None,
         }
     }
 
