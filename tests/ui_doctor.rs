@@ -20,7 +20,8 @@ fn harness() -> Harness<'static, DoctorView> {
 /// Answers with the first option until the wizard shows its result (bounded).
 fn walk_to_result(h: &mut Harness<'static, DoctorView>) {
     for _ in 0..20 {
-        if h.query_by_label("Fixes, cheapest first").is_some()
+        if h.query_by_label("Fixes, for the likeliest cause first")
+            .is_some()
             && h.query_by_label("What the evidence points at so far")
                 .is_none()
         {
@@ -68,7 +69,7 @@ fn a_pasted_oom_message_is_read_and_leads_to_fixes() {
         .unwrap();
     walk_to_result(&mut h);
     h.get_by_label("Likely causes");
-    h.get_by_label("Fixes, cheapest first");
+    h.get_by_label("Fixes, for the likeliest cause first");
 }
 
 #[test]
@@ -92,4 +93,38 @@ fn back_and_restart_without_a_message() {
     h.get_by_label("Restart").click();
     h.run();
     assert!(h.state().wizard.is_none());
+}
+
+/// A llama.cpp log opens the planner on llama.cpp with the card the log states (issue 16).
+#[test]
+fn a_llama_cpp_message_opens_the_planner_on_its_engine_and_card() {
+    let log = "ggml_cuda_init: found 1 CUDA devices (Total VRAM: 12287 MiB):\n\
+load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n\
+ggml_backend_cuda_buffer_type_alloc_buffer: allocating 32768.00 MiB on device 0: cudaMalloc failed: out of memory\n\
+llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache";
+    let mut h = harness();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(log);
+    h.run();
+    h.get_by_label("Read message").click();
+    h.run();
+    assert!(h.state().open_in_planner.is_none());
+    h.get_by_label("Open the message's workload in the planner")
+        .click();
+    h.run();
+    let fields = h
+        .state()
+        .open_in_planner
+        .clone()
+        .expect("the button hands the workload to the app");
+    assert_eq!(
+        fields.get("run.engine").map(String::as_str),
+        Some("llama.cpp")
+    );
+    assert_eq!(
+        fields.get("gpu.vram_gib").map(String::as_str),
+        Some("12.00")
+    );
 }

@@ -55,7 +55,7 @@ impl From<OsArg> for Platform {
     }
 }
 
-/// What `--json` prints.
+/// What `--json` prints (schema in the README, "diagnose --json").
 #[derive(Debug, Serialize)]
 struct Report<'a> {
     reading: Option<&'a Reading>,
@@ -63,10 +63,26 @@ struct Report<'a> {
     classification: Vec<String>,
     evidence: Vec<String>,
     path: Vec<AnsweredStep>,
-    stop: View,
-    /// At a question: what the evidence alone points at.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    diagnosis: Option<Diagnosis>,
+    /// Where the walk stands: a result (a leaf) or the first question the evidence could not
+    /// answer.
+    stop: Stop,
+    /// The causes and fixes, in one place whether the walk ended or stopped at a question: at a
+    /// result the leaf's, at a question what the evidence alone points at.
+    diagnosis: Diagnosis,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Stop {
+    Question {
+        id: String,
+        text: String,
+        options: Vec<String>,
+    },
+    Result {
+        id: String,
+        text: String,
+    },
 }
 
 /// Longest answer line read in interactive mode.
@@ -113,7 +129,7 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     };
     if reading.as_ref().is_some_and(|r| !r.recognised()) && !wizard {
         return Err(
-            "no known out-of-memory or GPU error message found in the text; \
+            "not a GPU error: the text names no GPU, driver or GPU program, and no known message; \
                     run `vram-doctor diagnose --interactive` to answer questions instead"
                 .into(),
         );
@@ -133,10 +149,17 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     if a.interactive {
         interactive(kb, &mut state, &a.lang, &mut stdin.lock().take(u64::MAX))?;
     }
-    let view = state.view(kb, &a.lang)?;
-    // At a question, what the evidence alone points at; a result carries its own diagnosis.
-    let diagnosis =
-        matches!(view, View::Question { .. }).then(|| state.evidence_diagnosis(kb, &a.lang));
+    let (stop, diagnosis) = match state.view(kb, &a.lang)? {
+        View::Result {
+            id,
+            text,
+            diagnosis,
+        } => (Stop::Result { id, text }, diagnosis),
+        View::Question { id, text, options } => (
+            Stop::Question { id, text, options },
+            state.evidence_diagnosis(kb, &a.lang),
+        ),
+    };
     let classification = reading
         .iter()
         .filter_map(|r| r.classification.as_ref())
@@ -160,7 +183,7 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
             .map(|o| evidence_line(kb, o, &a.lang))
             .collect(),
         path: state.history(kb, &a.lang),
-        stop: view,
+        stop,
         diagnosis,
     };
     let out = if a.json {
@@ -258,22 +281,23 @@ fn render(r: &Report) -> String {
             s += &format!("  {} → {}{why}\n", p.question, p.answer);
         }
     }
-    let diagnosis = match &r.stop {
-        View::Result {
-            text, diagnosis, ..
-        } => {
-            s += &format!("Result: {text}\n");
-            Some(diagnosis)
-        }
-        View::Question { text, options, .. } => {
+    match &r.stop {
+        Stop::Result { text, .. } => s += &format!("Result: {text}\n"),
+        Stop::Question { text, options, .. } => {
             s += &format!("Next question (answer with --interactive or --answers N): {text}\n");
             for (i, o) in options.iter().enumerate() {
                 s += &format!("  {}) {o}\n", i + 1);
             }
-            r.diagnosis.as_ref()
         }
-    };
-    let Some(d) = diagnosis else { return s };
+    }
+    let d = &r.diagnosis;
+    if let Some(p) = &d.planner {
+        let fields: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s += &format!(
+            "\nThe message's workload, for the planner: {}\n",
+            fields.join(" ")
+        );
+    }
     if !d.causes.is_empty() {
         s += "\nLikely causes:\n";
         for (i, c) in d.causes.iter().enumerate() {
@@ -284,13 +308,18 @@ fn render(r: &Report) -> String {
         }
     }
     if !d.fixes.is_empty() {
-        s += "\nFixes, cheapest first:\n";
+        s += "\nFixes, for the likeliest cause first (cheapest first within a cause):\n";
         for f in &d.fixes {
             let cost = serde_json::to_value(f.cost)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            s += &format!("  [{cost}] {}\n", f.text);
+            let note = if f.cannot_help {
+                " (cannot help with these figures)"
+            } else {
+                ""
+            };
+            s += &format!("  [{cost}] {}{note}\n", f.text);
             if let Some(c) = &f.copy {
                 s += &format!("         copy: {c}\n");
             }

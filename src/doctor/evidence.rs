@@ -35,6 +35,8 @@ facts! {
     Fragmentation,
     NonPytorchMemory,
     PlainShortage,
+    /// Free plus reserved-but-unallocated memory is below the request: defragmenting cannot help.
+    DefragInsufficient,
     // Recognised by signatures.toml.
     PytorchOom,
     TensorflowOom,
@@ -67,6 +69,28 @@ facts! {
     GameVramOom,
     DeviceRemoved,
     TexturePool,
+    // Memory families recognised by signatures.toml (issue 16).
+    LlmBufferTooBig,
+    VllmStartupShort,
+    VulkanOom,
+    MetalOom,
+    ForgeLowVram,
+    WebuiStatus,
+    VramPeakFull,
+    SystemMemoryFallback,
+    ComfyDynamicVram,
+    EngineDeepspeed,
+    EngineVideoTool,
+    // GPU errors that are not about memory (issue 16).
+    DriverMismatch,
+    NoGpu,
+    NoKernelImage,
+    IllegalAccess,
+    DeviceAssert,
+    GpuFellOff,
+    GpuHang,
+    /// Text that names a GPU, a driver or a GPU runtime, with no known message in it.
+    GpuUnrecognised,
     // Live telemetry.
     LiveOtherProcesses,
     LiveVramFull,

@@ -61,6 +61,10 @@ pub struct Cause {
     /// Facts that support this cause; when present, it ranks first and shows them.
     #[serde(default)]
     pub signs: Vec<Fact>,
+    /// Programs (engine facts) whose messages the signs count for; empty = any program. A cause
+    /// about llama.cpp's buffers is not supported by a PyTorch "CUDA error: out of memory".
+    #[serde(default)]
+    pub engines: Vec<Fact>,
     pub fixes: Vec<String>,
 }
 
@@ -74,6 +78,18 @@ pub struct Fix {
     /// Workload fields (`run.weights = "nf4"`) to open the planner with.
     #[serde(default)]
     pub planner: BTreeMap<String, String>,
+    /// Programs (engine facts) this fix is written for: shown only when one of them printed
+    /// the message (issue 16: an ollama variable is no fix for a ComfyUI error).
+    #[serde(default)]
+    pub engines: Vec<Fact>,
+    /// Hidden when any of these facts is seen: the generic form of a fix whose program-specific
+    /// form is shown instead.
+    #[serde(default)]
+    pub not_with: Vec<Fact>,
+    /// Facts under which this fix cannot help (expandable_segments when even free plus
+    /// trapped memory is below the request): it is listed after every fix that can.
+    #[serde(default)]
+    pub useless_when: Vec<Fact>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -135,6 +151,10 @@ struct FactsFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SignaturesFile {
+    /// Words that make a text GPU-related when no signature matched (whole words).
+    gpu_words: Vec<String>,
+    /// …and that make such a text an out-of-memory report.
+    memory_words: Vec<String>,
     signature: Vec<Signature>,
 }
 #[derive(Debug, Deserialize)]
@@ -187,6 +207,10 @@ impl Sources<'static> {
                     "shared_memory.toml",
                     include_str!("../../assets/doctor/trees/shared_memory.toml"),
                 ),
+                (
+                    "gpu_faults.toml",
+                    include_str!("../../assets/doctor/trees/gpu_faults.toml"),
+                ),
             ],
         }
     }
@@ -213,6 +237,9 @@ pub struct Knowledge {
     pub languages: Vec<String>,
     pub facts: BTreeMap<Fact, FactInfo>,
     pub signatures: Vec<Signature>,
+    /// See `SignaturesFile`; lowercase.
+    pub gpu_words: Vec<String>,
+    pub memory_words: Vec<String>,
     pub causes: BTreeMap<String, Cause>,
     /// Cause ids in file order: the order of preference among equally supported causes.
     pub cause_order: Vec<String>,
@@ -278,6 +305,8 @@ impl Knowledge {
             languages: langs.languages,
             facts: facts.fact,
             signatures: sigs.signature,
+            gpu_words: sigs.gpu_words.iter().map(|w| w.to_lowercase()).collect(),
+            memory_words: sigs.memory_words.iter().map(|w| w.to_lowercase()).collect(),
             causes: cause_map,
             cause_order,
             fixes: causes.fix,
@@ -316,6 +345,18 @@ impl Knowledge {
     }
 
     fn check_signatures(&self) -> Result<(), String> {
+        if self.gpu_words.is_empty()
+            || self.memory_words.is_empty()
+            || self
+                .gpu_words
+                .iter()
+                .chain(&self.memory_words)
+                .any(|w| w.trim().is_empty())
+        {
+            return Err(
+                "signatures.toml: gpu_words and memory_words need non-empty words".to_string(),
+            );
+        }
         let mut ids = BTreeSet::new();
         for s in &self.signatures {
             if !ids.insert(&s.id) {
@@ -358,6 +399,12 @@ impl Knowledge {
                 return Err(format!("causes.toml: fix '{id}' is not used by any cause"));
             }
             check_planner_fields(&format!("causes.toml: fix '{id}'"), &f.planner)?;
+            if let Some(e) = f.engines.iter().find(|e| !e.name().starts_with("engine_")) {
+                return Err(format!(
+                    "causes.toml: fix '{id}' names '{}' in engines, which is not an engine fact",
+                    e.name()
+                ));
+            }
         }
         for (fact, info) in &self.facts {
             check_planner_fields(

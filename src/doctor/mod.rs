@@ -27,11 +27,13 @@
 pub mod classify;
 pub mod diagnosis;
 pub mod evidence;
+pub mod flat;
 pub mod knowledge;
 pub mod pytorch;
 pub mod reading;
 pub mod size;
 pub mod text;
+pub mod tools;
 pub mod wizard;
 
 pub use classify::LiveSnapshot;

@@ -1,13 +1,16 @@
 //! The error-message reader: finds the PyTorch OOM figures (pytorch.rs), classifies them
 //! (classify.rs), recognises every other known message by the signatures in
-//! `assets/doctor/signatures.toml`, and picks up the figures other tools print (llama.cpp buffer
-//! sizes, ollama's RAM demand, vLLM's KV tokens, the DXGI budget).
+//! `assets/doctor/signatures.toml`, and picks up the figures other tools print (tools.rs:
+//! llama.cpp buffer sizes and the device total, ollama's demand, vLLM's KV cache, the DXGI
+//! budget). Matching works on the flattened, lowercased text (flat.rs), so wrapped lines, case
+//! and log prefixes do not matter.
 
 use super::classify::{Classification, LiveSnapshot, classify};
 use super::evidence::{Fact, Observation, Source};
+use super::flat::{self, Flat};
 use super::knowledge::Knowledge;
-use super::pytorch::{self, OomFigures};
-use super::size;
+use super::pytorch::{self, Format, OomFigures};
+use super::tools;
 use crate::units::human;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -47,33 +50,110 @@ pub fn read(text: &str, kb: &Knowledge, live: Option<&LiveSnapshot>) -> Result<R
         ));
     }
     let mut r = Reading::default();
-    let mut values = tool_figures(text);
-    if let Some(f) = pytorch::parse(text) {
+    // Wrapped lines and doubled spaces read as one line; matching is case-insensitive.
+    let flat = Flat::new(text, false);
+    let lower = Flat::new(text, true);
+    let tool = tools::read(&lower.text);
+    let mut values = tool.values.clone();
+    if let Some(f) = pytorch::parse(&flat.text) {
         let c = classify(&f, live);
         values.extend(figure_values(&f, &c));
+        match f.format {
+            // Its figures cannot separate the async pool from the rest; the allocator in use
+            // is the most telling thing the message shows.
+            Format::MallocAsync => r.observations.push(obs(Fact::MallocAsync, &values)),
+            // On unified memory the watermark, not a card, is the limit.
+            Format::Mps => r.observations.push(obs(Fact::Mps, &values)),
+            Format::Modern | Format::Legacy => {}
+        }
         for class in &c.classes {
             r.observations.push(obs(Fact::from(*class), &values));
+        }
+        if let (Some(free), Some(u)) = (f.free, f.unallocated)
+            && free.saturating_add(u) < f.requested
+        {
+            r.observations.push(obs(Fact::DefragInsufficient, &values));
         }
         r.figures = Some(f);
         r.classification = Some(c);
     }
-    let lower = text.to_lowercase();
+    // A single buffer larger than the whole card: no setting of the rest can make it fit
+    // (issue 16; llama.cpp prints the failed size and the device's total, tools.rs).
+    if let (Some(b), Some(total)) = (tool.failed_buffer, tool.card_total)
+        && b > total
+    {
+        r.observations
+            .insert(0, obs(Fact::LlmBufferTooBig, &values));
+    }
     for s in &kb.signatures {
-        let hit = s.any.iter().find_map(|p| lower.find(&p.to_lowercase()));
-        let blocked = s.unless.iter().any(|p| lower.contains(&p.to_lowercase()));
+        let hit = s
+            .any
+            .iter()
+            .find_map(|p| lower.text.find(&flat::pattern(p)));
+        let blocked = s
+            .unless
+            .iter()
+            .any(|p| lower.text.contains(&flat::pattern(p)));
         let Some(at) = hit.filter(|_| !blocked) else {
             continue;
         };
         r.signatures.push(s.id.clone());
         let mut v = values.clone();
-        v.insert("matched".into(), snippet(text, &lower, at));
+        v.insert(
+            "matched".into(),
+            snippet(text, lower.origin(at).unwrap_or(0)),
+        );
         for fact in &s.facts {
             if !r.observations.iter().any(|o| o.fact == *fact) {
                 r.observations.push(obs(*fact, &v));
             }
         }
     }
+    // A1111's status line ("A: … R: … Sys: used/total"): the run's peaks. At the card's size the
+    // run filled the card, which on Windows means the driver spilled into system memory.
+    if let Some((used, total)) = tool.webui_sys
+        && lower.text.contains("a: ")
+        && lower.text.contains("r: ")
+    {
+        for fact in [Fact::WebuiStatus, Fact::EngineA1111] {
+            if !r.observations.iter().any(|o| o.fact == fact) {
+                r.observations.push(obs(fact, &values));
+            }
+        }
+        if total > 0 && used as f64 >= 0.95 * total as f64 {
+            // Behind an OOM with figures, whose classes say more, it comes after them.
+            let at = if r.figures.is_some() {
+                r.observations.len()
+            } else {
+                0
+            };
+            r.observations.insert(at, obs(Fact::VramPeakFull, &values));
+        }
+    }
+    if r.observations.is_empty() {
+        fallback(&lower.text, kb, &values, &mut r);
+    }
     Ok(r)
+}
+
+/// Nothing known matched. Text that still speaks of the GPU is a GPU problem of some kind —
+/// out of memory when it says so, otherwise an error the doctor does not know — never "not a
+/// GPU error" (issue 16). The word lists are data (`signatures.toml`).
+fn fallback(lower: &str, kb: &Knowledge, values: &BTreeMap<String, String>, r: &mut Reading) {
+    let gpu = kb.gpu_words.iter().any(|w| flat::contains_word(lower, w));
+    if !gpu {
+        return;
+    }
+    let memory = kb
+        .memory_words
+        .iter()
+        .any(|w| flat::contains_word(lower, w));
+    let fact = if memory {
+        Fact::CudaOomNoFigures
+    } else {
+        Fact::GpuUnrecognised
+    };
+    r.observations.push(obs(fact, values));
 }
 
 fn obs(fact: Fact, values: &BTreeMap<String, String>) -> Observation {
@@ -84,15 +164,11 @@ fn obs(fact: Fact, values: &BTreeMap<String, String>) -> Observation {
     }
 }
 
-/// The line around a match, cut to a window around it on long lines (lowercasing can shift
-/// byte offsets for non-ASCII text, so the offset is used only if it lands on a boundary of the
-/// original).
-fn snippet(text: &str, lower: &str, at: usize) -> String {
-    let src = if lower.len() == text.len() && text.is_char_boundary(at) {
-        text
-    } else {
-        lower
-    };
+/// The line around a match (`at` is a byte offset into `text`, on a character boundary), cut
+/// to a window around it on long lines.
+fn snippet(text: &str, at: usize) -> String {
+    let src = text;
+    let at = at.min(src.len());
     let line_start = src[..at].rfind('\n').map_or(0, |i| i + 1);
     let line_end = src[at..].find('\n').map_or(src.len(), |i| at + i);
     // Up to SNIPPET_BEFORE characters before the match, the rest after it.
@@ -150,54 +226,6 @@ fn figure_values(f: &OomFigures, c: &Classification) -> BTreeMap<String, String>
     v
 }
 
-/// Figures printed by tools other than PyTorch (oom_messages.txt sections 8–11).
-fn tool_figures(text: &str) -> BTreeMap<String, String> {
-    let mut v = BTreeMap::new();
-    let size_after = |anchor: &str| -> Option<u64> {
-        let at = text.find(anchor)? + anchor.len();
-        size::leading(&text[at..])?.0.bytes()
-    };
-    let number_after = |anchor: &str| -> Option<f64> {
-        let at = text.find(anchor)? + anchor.len();
-        Some(size::leading_number(text[at..].trim_start())?.0)
-    };
-    // llama.cpp: "allocating 144817.04 MiB on device 0", "buffer of size 151851674624",
-    // pinned host memory, and DefaultCPUAllocator's "you tried to allocate N bytes".
-    let buffer = size_after("allocating ")
-        .or_else(|| number_after("buffer of size ").map(|b| b as u64))
-        .or_else(|| size_after("failed to allocate "))
-        .or_else(|| size_after("you tried to allocate "));
-    if let Some(b) = buffer {
-        v.insert("buffer".into(), human(b));
-    }
-    // ollama: "model requires more system memory (164.8 GiB) than is available (13.4 GiB)".
-    if let Some(n) = size_after("more system memory (") {
-        v.insert("needed".into(), human(n));
-    }
-    if let Some(a) = size_after("than is available (") {
-        v.insert("available".into(), human(a));
-    }
-    // vLLM: "max seq len (4096) is larger than … stored in KV cache (3664)".
-    if let Some(n) = number_after("max seq len (") {
-        v.insert("max_seq".into(), format!("{n:.0}"));
-    }
-    if let Some(n) = number_after("stored in KV cache (") {
-        v.insert("kv_tokens".into(), format!("{n:.0}"));
-    }
-    // D3D12 budget dump: "BudgetBytes": 3540794471, "UsageBytes": 4229804032.
-    if let Some(b) = number_after("\"BudgetBytes\":") {
-        v.insert("budget".into(), human(b as u64));
-    }
-    if let Some(u) = number_after("\"UsageBytes\":") {
-        v.insert("usage".into(), human(u as u64));
-    }
-    // llama.cpp info lines: "KV buffer size =  1472.00 MiB", "KV self size  = 2560.00 MiB".
-    if let Some(kv) = size_after("KV buffer size =").or_else(|| size_after("KV self size  =")) {
-        v.insert("kv".into(), human(kv));
-    }
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,23 +241,63 @@ mod tests {
     }
 
     #[test]
-    fn tool_figures_are_picked_up() {
-        let v = tool_figures(
-            "Error: model requires more system memory (164.8 GiB) than is available (13.4 GiB)",
+    fn wrapped_and_lowercased_messages_are_read() {
+        let wrapped = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a\n  total capacity of 23.65 GiB of which 1.05 GiB is free. Of the allocated\n  memory 20.10 GiB is allocated by PyTorch, and 1.90 GiB is reserved by PyTorch but\n  unallocated.";
+        let r = read(wrapped, Knowledge::get(), None).unwrap();
+        let f = r.figures.as_ref().expect("the wrapped message parses");
+        assert_eq!(
+            f.unallocated,
+            Some((1.90 * crate::units::GIB).round() as u64)
         );
-        assert_eq!(v["needed"], "164.80 GiB");
-        assert_eq!(v["available"], "13.40 GiB");
-        let v = tool_figures(
-            "The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in KV cache (3664).",
+        let r = read(
+            "ERROR: cuda ERROR:   Out Of\nMemory",
+            Knowledge::get(),
+            None,
+        )
+        .unwrap();
+        assert!(
+            r.signatures.contains(&"cuda_error_oom".to_string()),
+            "{:?}",
+            r.signatures
+        );
+    }
+
+    #[test]
+    fn gpu_text_without_a_known_message_is_still_a_gpu_problem() {
+        let kb = Knowledge::get();
+        let facts = |t: &str| -> Vec<Fact> {
+            read(t, kb, None)
+                .unwrap()
+                .observations
+                .iter()
+                .map(|o| o.fact)
+                .collect()
+        };
+        assert_eq!(
+            facts("my NVIDIA card makes a strange noise"),
+            vec![Fact::GpuUnrecognised]
         );
         assert_eq!(
-            (v["max_seq"].as_str(), v["kv_tokens"].as_str()),
-            ("4096", "3664")
+            facts("the GPU ran out of memory again"),
+            vec![Fact::CudaOomNoFigures]
         );
-        let v = tool_figures(
-            "alloc_tensor_range: failed to allocate CUDA0 buffer of size 151851674624",
+        assert!(facts("the build failed: missing semicolon").is_empty());
+        assert!(
+            facts("it jumps over the lazy dog").is_empty(),
+            "mps inside a word"
         );
-        assert_eq!(v["buffer"], "141.42 GiB");
+    }
+
+    #[test]
+    fn a_buffer_larger_than_the_card_is_an_impossible_request() {
+        let r = read(
+            "ggml_cuda_init: found 1 CUDA devices (Total VRAM: 24123 MiB):\nggml_backend_cuda_buffer_type_alloc_buffer: allocating 30720.00 MiB on device 0: cudaMalloc failed: out of memory\nllama_kv_cache_init: failed to allocate buffer for kv cache",
+            Knowledge::get(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.observations[0].fact, Fact::LlmBufferTooBig);
+        assert_eq!(r.observations[0].values["buffer"], "30.00 GiB");
     }
 
     #[test]
@@ -239,9 +307,8 @@ mod tests {
             "x".repeat(500),
             "y".repeat(500)
         );
-        let lower = text.to_lowercase();
-        let at = lower.find("got an oom").unwrap();
-        let s = snippet(&text, &lower, at);
+        let at = text.find("Got an OOM").unwrap();
+        let s = snippet(&text, at);
         assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
         assert!(
             s.contains("Got an OOM, unloading all loaded models."),
@@ -253,11 +320,7 @@ mod tests {
     #[test]
     fn snippet_is_the_matched_line() {
         let text = "line one\nERROR: CUDA error: out of memory\nline three";
-        let lower = text.to_lowercase();
-        let at = lower.find("cuda error").unwrap();
-        assert_eq!(
-            snippet(text, &lower, at),
-            "ERROR: CUDA error: out of memory"
-        );
+        let at = text.find("CUDA error").unwrap();
+        assert_eq!(snippet(text, at), "ERROR: CUDA error: out of memory");
     }
 }

@@ -74,13 +74,15 @@ pub fn leading_number(s: &str) -> Option<(f64, &str)> {
     Some((value, &s[len..]))
 }
 
+/// Units in any case: logs and pastes are lowercased or re-typed (`mib`, `Mb`), and every tool
+/// quoted here means 1024-based units whatever it writes.
 fn unit_factor(unit: &str) -> Option<f64> {
-    Some(match unit {
-        "bytes" | "byte" | "B" => 1.0,
-        "KiB" | "KB" | "kB" => 1024.0,
-        "MiB" | "MB" => 1024.0 * 1024.0,
-        "GiB" | "GB" => 1024.0 * 1024.0 * 1024.0,
-        "TiB" | "TB" => 1024.0_f64.powi(4),
+    Some(match unit.to_ascii_lowercase().as_str() {
+        "bytes" | "byte" | "b" => 1.0,
+        "kib" | "kb" => 1024.0,
+        "mib" | "mb" => 1024.0 * 1024.0,
+        "gib" | "gb" => 1024.0 * 1024.0 * 1024.0,
+        "tib" | "tb" => 1024.0_f64.powi(4),
         _ => return None,
     })
 }
@@ -106,6 +108,7 @@ mod tests {
         assert_eq!(s, Size::Bytes((22.78 * GIB).round() as u64));
         assert_eq!(rest, ". GPU 0");
         assert_eq!(leading("0 bytes is free").unwrap().0, Size::Bytes(0));
+        assert_eq!(leading("2.5 gib").unwrap().0, leading("2.5 GiB").unwrap().0);
         assert_eq!(
             leading("8.89 GB,").unwrap().0,
             Size::Bytes((8.89 * GIB).round() as u64)
@@ -141,6 +144,7 @@ mod tests {
     fn rejects_garbage() {
         assert_eq!(leading("GiB"), None);
         assert_eq!(leading("12 parsecs"), None);
+        assert_eq!(leading("12 mbit"), None);
         assert_eq!(leading(".5 GiB"), None);
         assert_eq!(leading(&"9".repeat(100)), None);
     }

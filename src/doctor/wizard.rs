@@ -177,6 +177,15 @@ impl WizardState {
         )
     }
 
+    /// The causes and fixes wherever the walk stands: the leaf's at a result, what the evidence
+    /// alone points at at a question (one place for both, issue 16).
+    pub fn diagnosis(&self, kb: &Knowledge, lang: &str) -> Result<Diagnosis, String> {
+        Ok(match self.view(kb, lang)? {
+            View::Result { diagnosis, .. } => diagnosis,
+            View::Question { .. } => self.evidence_diagnosis(kb, lang),
+        })
+    }
+
     /// The path so far, with the evidence behind each self-answered step.
     pub fn history(&self, kb: &Knowledge, lang: &str) -> Vec<AnsweredStep> {
         self.path

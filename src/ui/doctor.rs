@@ -200,11 +200,33 @@ fn cost_title(c: Cost) -> &'static str {
     })
 }
 
+fn planner_hover(fields: &BTreeMap<String, String>) -> String {
+    let what = fields
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    trf(
+        "Plans the current workload with {fields}",
+        &[("fields", &what)],
+    )
+}
+
 /// The causes and fixes; returns the planner fields of the fix whose "Open in planner" was
 /// clicked.
 fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) -> Option<BTreeMap<String, String>> {
     let mut open = None;
     ui.add_space(6.0);
+    // The workload the message itself describes (engine, card, context), for llama.cpp, ollama
+    // and vLLM messages: the planner opens on it.
+    if let Some(fields) = &d.planner
+        && ui
+            .button(tr("Open the message's workload in the planner"))
+            .on_hover_text(planner_hover(fields))
+            .clicked()
+    {
+        open = Some(fields.clone());
+    }
     ui.label(RichText::new(tr("Likely causes")).strong().size(16.0));
     for c in &d.causes {
         ui.strong(&c.title);
@@ -216,7 +238,7 @@ fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) -> Option<BTreeMap<String, String>> 
     }
     ui.add_space(6.0);
     ui.label(
-        RichText::new(tr("Fixes, cheapest first"))
+        RichText::new(tr("Fixes, for the likeliest cause first"))
             .strong()
             .size(16.0),
     );
@@ -232,22 +254,13 @@ fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) -> Option<BTreeMap<String, String>> 
                     ui.ctx().copy_text(copy.clone());
                 }
             }
-            if let Some(fields) = &f.planner {
-                let what = fields
-                    .iter()
-                    .map(|(k, v)| format!("{k} = {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                if ui
+            if let Some(fields) = &f.planner
+                && ui
                     .button(tr("Open in planner"))
-                    .on_hover_text(trf(
-                        "Plans the current workload with {fields}",
-                        &[("fields", &what)],
-                    ))
+                    .on_hover_text(planner_hover(fields))
                     .clicked()
-                {
-                    open = Some(fields.clone());
-                }
+            {
+                open = Some(fields.clone());
             }
         });
     }

@@ -1,0 +1,203 @@
+//! The doctor on every message family the programs print (issue 16): each family has at least
+//! three fixtures (tests/data/doctor_families.toml), each is recognised, each GPU-related text
+//! gets a diagnosis rather than "not a GPU error", and the top cause is the expected one. Fixes
+//! are ordered by how likely their cause is, then by cost, and fit the program recognised.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use vram_doctor::doctor::reading::read;
+use vram_doctor::doctor::{Knowledge, WizardState};
+
+#[derive(Deserialize)]
+struct Fixtures {
+    message: Vec<Fixture>,
+}
+
+#[derive(Deserialize)]
+struct Fixture {
+    id: String,
+    family: String,
+    source: String,
+    cause: String,
+    text: String,
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let f: Fixtures =
+        toml::from_str(include_str!("data/doctor_families.toml")).expect("fixture file parses");
+    f.message
+}
+
+fn kb() -> &'static Knowledge {
+    Knowledge::get()
+}
+
+/// Every family of the issue, each with at least three messages.
+#[test]
+fn every_family_has_three_fixtures() {
+    let mut per: BTreeMap<String, usize> = BTreeMap::new();
+    for f in fixtures() {
+        assert!(!f.source.trim().is_empty(), "[{}] names no source", f.id);
+        *per.entry(f.family).or_default() += 1;
+    }
+    for family in [
+        "vllm",
+        "ollama",
+        "llamacpp",
+        "vulkan",
+        "forge",
+        "a1111",
+        "metal",
+        "pytorch",
+        "bitsandbytes",
+        "deepspeed",
+        "accelerate",
+        "comfyui",
+        "cuda_driver",
+        "game",
+        "spill",
+        "fault",
+    ] {
+        let n = per.get(family).copied().unwrap_or(0);
+        assert!(n >= 3, "family {family} has {n} fixtures");
+    }
+}
+
+#[test]
+fn every_family_message_gets_its_top_cause() {
+    let mut wrong = Vec::new();
+    for f in fixtures() {
+        let r = read(&f.text, kb(), None).unwrap();
+        assert!(r.recognised(), "[{}] not recognised", f.id);
+        let s = WizardState::start(kb(), &kb().root, r.observations.clone()).unwrap();
+        let d = s.diagnosis(kb(), "en").unwrap();
+        let top = d.causes.first().map_or("(none)", |c| c.id.as_str());
+        if top != f.cause {
+            wrong.push(format!("[{}] top cause {top}, expected {}", f.id, f.cause));
+        }
+        assert!(!d.fixes.is_empty(), "[{}] no fixes", f.id);
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Fixes come by the rank of the cause they are for, cheapest first within it, and the top
+/// cause's fixes lead (a free fix for an unlikely cause never outranks them).
+#[test]
+fn fixes_follow_the_causes_then_the_cost() {
+    for f in fixtures() {
+        let r = read(&f.text, kb(), None).unwrap();
+        let s = WizardState::start(kb(), &kb().root, r.observations).unwrap();
+        let d = s.diagnosis(kb(), "en").unwrap();
+        let rank = |fix: &vram_doctor::doctor::diagnosis::FixLine| {
+            d.causes
+                .iter()
+                .position(|c| fix.for_causes.contains(&c.id))
+                .unwrap_or(usize::MAX)
+        };
+        let keys: Vec<_> = d
+            .fixes
+            .iter()
+            .map(|x| (x.cannot_help, rank(x), x.cost))
+            .collect();
+        assert!(
+            keys.windows(2).all(|w| w[0] <= w[1]),
+            "[{}] fixes out of order: {keys:?}",
+            f.id
+        );
+        if let Some(first) = d.fixes.first() {
+            assert!(
+                first.for_causes.contains(&d.causes[0].id),
+                "[{}] the first fix is not for the top cause",
+                f.id
+            );
+        }
+    }
+}
+
+fn fix_ids(text: &str) -> Vec<String> {
+    let r = read(text, kb(), None).unwrap();
+    let s = WizardState::start(kb(), &kb().root, r.observations).unwrap();
+    s.diagnosis(kb(), "en")
+        .unwrap()
+        .fixes
+        .into_iter()
+        .map(|f| f.id)
+        .collect()
+}
+
+#[test]
+fn fixes_fit_the_program_that_printed_the_message() {
+    let ollama = fix_ids(
+        "Error: llama runner process has terminated: error:failed to create context with model",
+    );
+    assert!(ollama.contains(&"ollama_num_ctx".to_string()), "{ollama:?}");
+    assert!(
+        !ollama
+            .iter()
+            .any(|f| f.starts_with("vllm_") || f.starts_with("llamacpp_")),
+        "{ollama:?}"
+    );
+    let llama = fix_ids(
+        "llama_kv_cache_init: failed to allocate buffer for kv cache\nllama_new_context_with_model: llama_kv_cache_init() failed for self-attention cache",
+    );
+    assert!(llama.contains(&"llamacpp_ctx".to_string()), "{llama:?}");
+    assert!(
+        !llama
+            .iter()
+            .any(|f| f.starts_with("ollama_") || f.starts_with("vllm_")),
+        "{llama:?}"
+    );
+    assert_ne!(llama[0], "vllm_memory_utilization");
+    let vllm = fix_ids(
+        "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.20 GiB).",
+    );
+    assert!(vllm.contains(&"vllm_max_model_len".to_string()), "{vllm:?}");
+    assert!(!vllm.iter().any(|f| f.starts_with("ollama_")), "{vllm:?}");
+    let comfy = fix_ids(
+        "Got an OOM, unloading all loaded models.\nThis error means you ran out of memory on your GPU.",
+    );
+    assert!(
+        !comfy
+            .iter()
+            .any(|f| f.starts_with("ollama_") || f.starts_with("vllm_")),
+        "{comfy:?}"
+    );
+    // CUDA_LAUNCH_BLOCKING locates a faulting kernel; it is no fix for a plain OOM.
+    let plain = fix_ids("RuntimeError: CUDA error: out of memory");
+    assert!(
+        !plain.contains(&"cuda_launch_blocking".to_string()),
+        "{plain:?}"
+    );
+    let fault = fix_ids("RuntimeError: CUDA error: an illegal memory access was encountered");
+    assert!(
+        fault.contains(&"cuda_launch_blocking".to_string()),
+        "{fault:?}"
+    );
+}
+
+/// expandable_segments cannot help when even free plus trapped memory is below the request:
+/// it comes after every fix that can.
+#[test]
+fn a_fix_the_figures_rule_out_is_not_ranked_above_one_that_can_help() {
+    let p1 = "CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total capacity of 31.47 GiB of which 12.73 GiB is free. Including non-PyTorch memory, this process has 18.73 GiB memory in use. Of the allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by PyTorch but unallocated.";
+    let r = read(p1, kb(), None).unwrap();
+    let s = WizardState::start(kb(), &kb().root, r.observations).unwrap();
+    let d = s.diagnosis(kb(), "en").unwrap();
+    let at = |id: &str| d.fixes.iter().position(|f| f.id == id);
+    let expandable = at("expandable_segments").expect("still listed, last");
+    assert!(d.fixes[expandable].cannot_help);
+    assert!(d.fixes[..expandable].iter().all(|f| !f.cannot_help));
+    assert!(at("reduce_batch").unwrap() < expandable);
+}
+
+#[test]
+fn text_without_anything_gpu_related_is_not_a_gpu_error() {
+    for t in [
+        "error[E0425]: cannot find value `x` in this scope",
+        "Segmentation fault (core dumped)",
+        "ModuleNotFoundError: No module named 'requests'",
+    ] {
+        let r = read(t, kb(), None).unwrap();
+        assert!(!r.recognised(), "{t}: {:?}", r.observations);
+    }
+}
