@@ -15,6 +15,7 @@ pub mod input_file;
 pub mod memory;
 pub mod plan;
 pub mod printable;
+pub mod speed;
 pub mod telemetry;
 pub mod toml_file;
 pub mod ui;

@@ -467,6 +467,16 @@ fn every_strategy_template_has_a_chinese_entry() {
         Strategy::Zero { stage: 3 },
         Strategy::Context { seq: 4096 },
         Strategy::ChunkedLoss,
+        Strategy::Split {
+            gpu_layers: 30,
+            total_layers: 49,
+            cpu_moe_layers: 0,
+        },
+        Strategy::Split {
+            gpu_layers: 49,
+            total_layers: 49,
+            cpu_moe_layers: 20,
+        },
     ];
     all.extend(
         Checkpointing::ALL
@@ -499,7 +509,8 @@ fn every_strategy_template_has_a_chinese_entry() {
             | Strategy::Zero { .. }
             | Strategy::Offload { .. }
             | Strategy::Context { .. }
-            | Strategy::ChunkedLoss => {}
+            | Strategy::ChunkedLoss
+            | Strategy::Split { .. } => {}
         }
         let (template, values) = s.template();
         assert!(

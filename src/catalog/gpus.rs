@@ -41,6 +41,11 @@ pub struct Gpu {
     pub bf16: bool,
     /// Native fp8 tensor cores (Ada, Hopper, Blackwell, CDNA3, RDNA4).
     pub fp8: bool,
+    /// Dense fp16/bf16 tensor TFLOPS with fp32 accumulate (what cuBLAS and PyTorch reach), from
+    /// the vendor's whitepaper or datasheet; absent where not looked up (prefill, training and
+    /// diffusion speeds then say they are unknown).
+    #[serde(default)]
+    pub fp16_tflops: Option<f64>,
     #[serde(default)]
     pub aliases: Vec<String>,
     /// Where the numbers come from.

@@ -77,6 +77,37 @@ pub struct PlanArgs {
     /// VRAM already used by other programs, GiB.
     #[arg(long)]
     pub other_gib: Option<f64>,
+    /// llama.cpp -ngl / ollama num_gpu: layers on the GPU (the output layer counts as the last);
+    /// absent = the planner chooses, as llama.cpp's --fit does.
+    #[arg(long, visible_alias = "ngl", allow_negative_numbers = true)]
+    pub gpu_layers: Option<i64>,
+    /// llama.cpp --n-cpu-moe: experts of the first N layers in system RAM.
+    #[arg(long, visible_alias = "n-cpu-moe")]
+    pub cpu_moe_layers: Option<i64>,
+    /// llama.cpp --cpu-moe (-ot exps=CPU): every layer's experts in system RAM.
+    #[arg(long)]
+    pub cpu_moe: bool,
+    /// llama.cpp --no-kv-offload: the KV cache in system RAM.
+    #[arg(long)]
+    pub no_kv_offload: bool,
+    /// llama.cpp --fit-target: MiB --fit leaves free on the GPU (default 1024).
+    #[arg(long)]
+    pub fit_target: Option<f64>,
+    /// System RAM of the machine planned for, GiB (default: this machine's).
+    #[arg(long)]
+    pub host_ram_gib: Option<f64>,
+    /// Its bandwidth in GB/s (default: from --host, else dual-channel DDR4-3200).
+    #[arg(long)]
+    pub host_ram_gbps: Option<f64>,
+    /// Host memory preset: ddr4-3200-2ch, ddr5-6000-2ch, lpddr5x-7500-128bit … (presets/hosts.toml).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// What the recommendation optimises: quality (best quality that fits) or speed.
+    #[arg(long)]
+    pub objective: Option<ObjectiveSpeed>,
+    /// Decode tokens/s above which keeping quality by offloading beats a quality loss (default 5).
+    #[arg(long)]
+    pub min_tokens_per_s: Option<f64>,
     /// Print the planned settings for a tool instead of the table: deepspeed, hf-training,
     /// hf-training-cli, accelerate-fsdp, peft, llama.cpp, ollama, vllm, transformers, comfyui,
     /// diffusers, allocator, report, report-json, or `all` (what applies). Repeat or list.
@@ -161,6 +192,13 @@ impl PlanArgs {
         }
         set(&mut f.gpu.vram_gib, self.vram_gib);
         set(&mut f.gpu.count, self.gpus);
+        set(&mut f.gpu.host, self.host.clone());
+        set(&mut f.gpu.host_ram_gbps, self.host_ram_gbps);
+        set(&mut f.gpu.host_ram_gib, self.host_ram_gib);
+        // Planning for this machine unless told otherwise: its RAM bounds what can be offloaded.
+        if f.gpu.host_ram_gib.is_none() {
+            f.gpu.host_ram_gib = crate::memory::host::this_machine_ram_gib();
+        }
         if self.model.is_some() || self.model_file.is_some() {
             f.model = Default::default();
             f.model.preset = self.model.clone();
@@ -186,6 +224,17 @@ impl PlanArgs {
         set(&mut r.offload, self.offload);
         set(&mut r.gpu_memory_utilization, self.gpu_memory_utilization);
         set(&mut r.other_processes_gib, self.other_gib);
+        set(&mut r.gpu_layers, self.gpu_layers);
+        set(&mut r.cpu_moe_layers, self.cpu_moe_layers);
+        if self.cpu_moe {
+            r.cpu_moe_layers = Some(1_000_000);
+        }
+        if self.no_kv_offload {
+            r.kv_offload = Some(false);
+        }
+        set(&mut r.fit_target_mib, self.fit_target);
+        set(&mut r.objective_speed, self.objective);
+        set(&mut r.min_tokens_per_s, self.min_tokens_per_s);
         set(&mut r.width, self.width);
         set(&mut r.height, self.height);
         set(&mut r.frames, self.frames);
@@ -457,6 +506,41 @@ pub fn render(title: &str, r: &PlanResult) -> String {
         }
         let _ = writeln!(s, "  → {} per GPU", human(p.process_bytes));
     }
+    if let Some(pl) = &p.placement {
+        let _ = writeln!(s, "Placement: {}", placement_line(pl));
+    }
+    if let Some(sp) = &p.speed {
+        let _ = writeln!(s, "Speed: {}", speed_line(sp));
+    }
+    if !p.options.is_empty() {
+        let _ = writeln!(s, "Options (memory and speed side by side):");
+        for o in &p.options {
+            let _ = writeln!(
+                s,
+                "  {} {}: {} GPU{}, {}; {}{}",
+                if o.chosen { "*" } else { "-" },
+                o.label,
+                human(o.process_bytes),
+                o.placement.as_ref().map_or(String::new(), |pl| format!(
+                    " + {} RAM (-ngl {}{})",
+                    human(pl.host_bytes),
+                    pl.gpu_layers,
+                    if pl.cpu_moe_layers > 0 {
+                        format!(" --n-cpu-moe {}", pl.cpu_moe_layers)
+                    } else {
+                        String::new()
+                    }
+                )),
+                speed_line(&o.speed),
+                o.quality_note,
+                if o.fits {
+                    ""
+                } else {
+                    " — does not fit (host RAM)"
+                }
+            );
+        }
+    }
     let _ = writeln!(s, "Why: {}", p.why);
     let mut limits = Vec::new();
     if let Some(b) = p.max_batch {
@@ -480,6 +564,44 @@ pub fn render(title: &str, r: &PlanResult) -> String {
         let _ = writeln!(s, "What fits as it stands: {}", limits.join("; "));
     }
     s
+}
+
+/// `-ngl 30 of 49 on the GPU, experts of 0 layers in system RAM; 3.10 GiB system RAM`.
+fn placement_line(p: &crate::memory::placement::Placement) -> String {
+    let mut s = format!(
+        "{} of {} layers on the GPU (-ngl {})",
+        p.gpu_layers, p.total_layers, p.gpu_layers
+    );
+    if p.cpu_moe_layers > 0 {
+        s.push_str(&format!(
+            ", experts of the first {} layers in system RAM (--n-cpu-moe {})",
+            p.cpu_moe_layers, p.cpu_moe_layers
+        ));
+    }
+    s.push_str(&format!("; {} of system RAM", human(p.host_bytes)));
+    s
+}
+
+/// `decode 12.3 tok/s, prefill 850 tok/s`, or the reason it is unknown.
+fn speed_line(sp: &crate::speed::Speed) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = sp.decode_tokens_per_s {
+        parts.push(format!("decode {d:.1} tok/s"));
+    }
+    if let Some(p) = sp.prefill_tokens_per_s {
+        parts.push(format!("prefill {p:.0} tok/s"));
+    }
+    if let Some(t) = sp.training_tokens_per_s {
+        parts.push(format!("training {t:.0} tok/s"));
+    }
+    if let Some(t) = sp.seconds_per_step {
+        parts.push(format!("{t:.2} s/step"));
+    }
+    if parts.is_empty() {
+        sp.basis.clone()
+    } else {
+        parts.join(", ")
+    }
 }
 
 fn describe_run(w: &Workload) -> String {

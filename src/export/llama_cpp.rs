@@ -39,6 +39,26 @@ pub fn flash(w: &Workload) -> bool {
         )
 }
 
+/// `-ngl` as planned: `999` (every layer) unless the plan splits the model.
+pub fn ngl(w: &Workload) -> String {
+    match w.run.gpu_layers {
+        Some(n) if n <= w.model.layers => n.to_string(),
+        _ => "999".into(),
+    }
+}
+
+/// What the planned split means, one comment line.
+pub fn split_note(w: &Workload) -> String {
+    match w.run.gpu_layers {
+        Some(n) if n <= w.model.layers => format!(
+            "-ngl {n} of {} puts the output layer and the last {} layers on the GPU, the rest in system RAM (as llama.cpp's --fit would); -c is the context of all slots together.",
+            w.model.layers + 1,
+            n.saturating_sub(1)
+        ),
+        _ => "-ngl 999 keeps every layer on the GPU, as the plan counts them; -c is the context of all slots together.".into(),
+    }
+}
+
 pub fn render(w: &Workload) -> String {
     let r = &w.run;
     let mut notes = vec![
@@ -46,17 +66,23 @@ pub fn render(w: &Workload) -> String {
             "VRAM Doctor plan for {} on {}: {} weights, {} slot(s) × {} tokens.",
             w.model_name, w.gpu.name, r.weights, r.batch, r.seq
         ),
-        "-ngl 999 keeps every layer on the GPU, as the plan counts them; -c is the context of all slots together.".into(),
+        split_note(w),
     ];
     let mut flags: Vec<(&str, Option<String>)> = vec![
         ("-m", Some(gguf_file(w))),
-        ("-ngl", Some("999".into())),
+        ("-ngl", Some(ngl(w))),
         (
             "-c",
             Some((u64::from(r.seq) * u64::from(r.batch)).to_string()),
         ),
         ("-np", Some(r.batch.to_string())),
     ];
+    if w.run.cpu_moe_layers > 0 {
+        flags.push(("--n-cpu-moe", Some(w.run.cpu_moe_layers.to_string())));
+    }
+    if !w.run.kv_offload {
+        flags.push(("--no-kv-offload", None));
+    }
     if flash(w) {
         flags.push(("-fa", Some("on".into())));
         notes.push("Older builds take -fa without a value.".into());

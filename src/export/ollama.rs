@@ -6,7 +6,7 @@
 //! `ollama serve`.
 
 use super::comments;
-use super::llama_cpp::{cache_type, flash, gguf_file};
+use super::llama_cpp::{cache_type, flash, gguf_file, ngl};
 use crate::memory::dtype::KvDtype;
 use crate::memory::workload::Workload;
 
@@ -30,10 +30,17 @@ pub fn render(w: &Workload) -> String {
         "  OLLAMA_NUM_PARALLEL={} (each parallel request gets its own num_ctx of KV cache)",
         r.batch
     ));
+    if r.cpu_moe_layers > 0 {
+        notes.push(format!(
+            "The plan keeps the experts of the first {} layers in system RAM (llama.cpp --n-cpu-moe); ollama has no such setting, use llama-server for it.",
+            r.cpu_moe_layers
+        ));
+    }
     let mut s = comments(&notes);
     s.push_str(&format!("FROM ./{}\n", gguf_file(w)));
     s.push_str(&format!("PARAMETER num_ctx {}\n", r.seq));
-    s.push_str("PARAMETER num_gpu 999\n");
+    // num_gpu is llama.cpp's -ngl; ollama has no --n-cpu-moe, so a MoE split is noted.
+    s.push_str(&format!("PARAMETER num_gpu {}\n", ngl(w)));
     s.push_str(&format!("PARAMETER num_batch {}\n", r.ubatch));
     s
 }

@@ -174,6 +174,29 @@ impl ModelArch {
         (self.params - self.embedding_params() - self.lm_head_params()).max(0.0)
     }
 
+    /// Parameters of the routed experts of one MoE layer (llama.cpp's `ffn_{gate,up,down}_exps`
+    /// tensors); zero for a dense model. Shared experts are not counted: llama.cpp keeps them in
+    /// `ffn_*_shexp`, which `--n-cpu-moe` leaves on the GPU.
+    pub fn routed_expert_params_per_layer(&self) -> f64 {
+        match &self.moe {
+            Some(m) => {
+                f64::from(m.experts)
+                    * self.mlp_matrices()
+                    * f64::from(self.hidden)
+                    * f64::from(m.expert_intermediate)
+            }
+            None => 0.0,
+        }
+    }
+
+    /// Layers with routed experts: all but the leading dense ones (`first_k_dense_replace`).
+    pub fn moe_layers(&self) -> std::ops::Range<u32> {
+        match &self.moe {
+            Some(m) => m.dense_layers.min(self.layers)..self.layers,
+            None => self.layers..self.layers,
+        }
+    }
+
     /// Parameters a single token actually multiplies through (MoE: only the routed experts).
     pub fn active_params(&self) -> f64 {
         match &self.moe {

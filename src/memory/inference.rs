@@ -6,6 +6,7 @@ use super::breakdown::{Breakdown, Layer};
 use super::kv_cache::kv_cache_bytes;
 use super::options::{Attention, Engine};
 use super::overhead;
+use super::placement;
 use super::weights::weight_bytes;
 use super::workload::{Run, Workload};
 use crate::units::human;
@@ -23,6 +24,10 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let r = &w.run;
     let n = f64::from(w.gpu.count.max(1));
     let mut b = Breakdown::new(w.gpu.vram_bytes);
+    if r.engine == Engine::LlamaCpp {
+        llama_cpp(&mut b, w, n);
+        return b;
+    }
     let wb = w.weight_bytes();
     b.add("weights", "Model weights", wb.gpu / n, Layer::Tensor);
     // AutoAWQ's fused layers keep a rolling cache of `max_seq_len` tokens (2048 by default in
@@ -34,7 +39,6 @@ pub fn estimate(w: &Workload) -> Breakdown {
     };
     let kv = kv_cache_bytes(a, r.batch, cached, r.kv_cache, r.engine, r.ubatch) / n;
     match r.engine {
-        Engine::LlamaCpp => llama_cpp(&mut b, a, r, kv, n, wb.host),
         Engine::Vllm => vllm(&mut b, a, r, kv, n),
         _ => torch(&mut b, a, r, kv, n, wb.gpu / n),
     }
@@ -139,41 +143,41 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
 }
 
 /// llama.cpp: model buffer, KV buffer for `batch` parallel slots of `seq` tokens, and the
-/// compute buffer. The compute buffer follows ollama's graph-size formula for llama-style models
-/// with a full offload (`fs/ggml/ggml.go`, `GraphSize`): the larger of the attention working set
-/// `4·ub·(1 + 4·embd + ctx·(1 + heads))` (the fp32 K·Q matrix is `ctx × ub × heads`) and the
-/// output working set `4·ub·(embd + vocab)`. Flash attention never materialises K·Q
-/// (llama.cpp#11332), so the `ctx·heads` term drops.
-fn llama_cpp(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, host: f64) {
-    b.add("kv_cache", "KV cache", kv, Layer::Tensor);
-    let ctx = f64::from(r.batch) * f64::from(r.seq);
-    let ub = f64::from(r.ubatch).min(ctx);
-    let embd = f64::from(a.hidden);
-    let kq = if r.attention == Attention::Flash {
-        0.0
-    } else {
-        ctx * (1.0 + f64::from(a.heads))
-    };
-    let attn = 4.0 * ub * (1.0 + 4.0 * embd + kq);
-    let out = 4.0 * ub * (embd + f64::from(a.vocab));
-    // With several GPUs llama.cpp splits layers; each GPU keeps a full compute buffer.
-    let _ = n;
-    b.add(
-        "activations",
-        "Compute buffer",
-        attn.max(out),
-        Layer::Tensor,
-    );
+/// compute buffer, for the layers the run puts on the GPU (`placement`). With several GPUs
+/// llama.cpp splits the layers; each GPU keeps a full compute buffer.
+fn llama_cpp(b: &mut Breakdown, w: &Workload, n: f64) {
+    let s = placement::split(w);
+    let (gpu_compute, _) = placement::compute_buffers(w, &s);
+    b.add("weights", "Model weights", s.gpu_weights / n, Layer::Tensor);
+    b.add("kv_cache", "KV cache", s.gpu_kv / n, Layer::Tensor);
+    b.add("activations", "Compute buffer", gpu_compute, Layer::Tensor);
     b.add(
         "cuda_context",
         "CUDA context and kernels",
         overhead::GGML_CONTEXT_BYTES,
         Layer::Process,
     );
-    if host > 0.0 {
+    let p = placement::placement(w);
+    if s.full(&w.model) {
         b.warn(format!(
             "llama.cpp keeps the token embedding ({}) in system RAM",
-            human(host as u64)
+            human(w.weight_bytes().host as u64)
+        ));
+    } else {
+        b.warn(format!(
+            "-ngl {} of {}: {} in system RAM (layers, KV and compute buffer left on the CPU)",
+            p.gpu_layers,
+            p.total_layers,
+            human(p.host_bytes)
+        ));
+    }
+    if let Some(ram) = w.gpu.host.ram_bytes
+        && p.host_bytes > ram
+    {
+        b.warn(format!(
+            "the host runs out of RAM: the CPU part needs {} but the machine has {}",
+            human(p.host_bytes),
+            human(ram)
         ));
     }
 }

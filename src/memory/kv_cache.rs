@@ -55,9 +55,23 @@ pub fn kv_cache_bytes(
     engine: Engine,
     ubatch: u32,
 ) -> f64 {
+    kv_cache_bytes_of_layers(a, seqs, seq_len, dtype, engine, ubatch, 0..a.layers)
+}
+
+/// [`kv_cache_bytes`] of some layers only: llama.cpp keeps each layer's cache on that layer's
+/// device (`llama_kv_cache` constructor: `model.dev_layer(il)` when offloading KV).
+pub fn kv_cache_bytes_of_layers(
+    a: &ModelArch,
+    seqs: u32,
+    seq_len: u32,
+    dtype: KvDtype,
+    engine: Engine,
+    ubatch: u32,
+    layers: std::ops::Range<u32>,
+) -> f64 {
     let per = elements_per_token_layer(a, engine) * dtype.bytes();
     let tokens = f64::from(seqs) * f64::from(seq_len);
-    (0..a.layers)
+    layers
         .map(|l| tokens_per_layer(a, l, tokens, f64::from(seqs), engine, ubatch) * per)
         .sum()
 }

@@ -160,6 +160,17 @@ choice!(
     }
 );
 
+choice!(
+    /// What the recommendation optimises when several plans fit.
+    ObjectiveSpeed, "run.objective_speed" {
+        /// Best quality that fits (the default); an offload plan that keeps quality is preferred
+        /// to a quality loss while its decode speed stays above `run.min_tokens_per_s`.
+        Quality = "quality",
+        /// The fastest plan that fits.
+        Speed = "speed" | "fastest",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

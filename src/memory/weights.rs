@@ -69,6 +69,21 @@ impl Workload {
     }
 }
 
+/// Bytes of the output head (`output.weight`; a tied model's copy of `token_embd`) within
+/// [`WeightBytes::gpu`] for llama.cpp: the tensor `-ngl` counts as the last layer. Scaled like
+/// the rest when the bytes come from the model's files.
+pub fn output_head_bytes(w: &Workload) -> f64 {
+    let a = &w.model;
+    let formula = weight_bytes(a, w.run.weights, w.run.engine);
+    let head = match w.run.weights {
+        WeightFormat::Gguf(t) => a.embedding_params() * t.mix().output.bytes_per_weight(),
+        f if f.is_quantized() => 2.0 * a.embedding_params(),
+        f => a.embedding_params() * block_bytes_per_param(f, a),
+    };
+    let scale = w.weight_bytes().gpu / formula.gpu.max(1.0);
+    (head * scale).min(w.weight_bytes().gpu)
+}
+
 /// Weight bytes of `a` stored as `f` and run by `engine`.
 pub fn weight_bytes(a: &ModelArch, f: WeightFormat, engine: Engine) -> WeightBytes {
     match f {

@@ -15,6 +15,11 @@ pub struct GpuSection {
     pub preset: Option<String>,
     pub vram_gib: Option<f64>,
     pub count: Option<u32>,
+    /// System RAM of the machine planned for, GiB (the command line fills in this machine's).
+    pub host_ram_gib: Option<f64>,
+    /// Its bandwidth, GB/s; or `host` names a preset from `presets/hosts.toml`.
+    pub host_ram_gbps: Option<f64>,
+    pub host: Option<String>,
 }
 
 /// `[model]` as written in a workload file: a preset, a file, or the architecture itself.
@@ -70,6 +75,19 @@ pub struct RunSection {
     pub gpu_memory_utilization: Option<f64>,
     /// llama.cpp `--ubatch-size`.
     pub ubatch: Option<i64>,
+    /// llama.cpp `-ngl` / ollama `num_gpu`: layers on the GPU, the output layer counted as the
+    /// last one; absent = let the planner choose, as `--fit` does.
+    pub gpu_layers: Option<i64>,
+    /// llama.cpp `--n-cpu-moe N`: the experts of the first N layers stay in system RAM.
+    pub cpu_moe_layers: Option<i64>,
+    /// false = llama.cpp `--no-kv-offload`: the KV cache stays in system RAM.
+    pub kv_offload: Option<bool>,
+    /// llama.cpp `--fit-target`: MiB `--fit` leaves free on the GPU (default 1024).
+    pub fit_target_mib: Option<f64>,
+    /// What the recommendation optimises: best quality that fits, or the fastest.
+    pub objective_speed: Option<super::options::ObjectiveSpeed>,
+    /// Decode speed (tokens/s) above which keeping quality by offloading beats a quality loss.
+    pub min_tokens_per_s: Option<f64>,
     /// VRAM already held by other programs (desktop, browser), GiB.
     pub other_processes_gib: Option<f64>,
     // Diffusion and game fields of the contract; read by those estimators.
@@ -197,6 +215,45 @@ pub struct GpuTarget {
     pub vendor: Vendor,
     pub bf16: bool,
     pub fp8: bool,
+    /// What the speed estimates need; zero or `None` where not known.
+    #[serde(default)]
+    pub speed: GpuSpeed,
+    /// The host the card sits in.
+    #[serde(default)]
+    pub host: Host,
+}
+
+/// The card's figures for speed estimates (from its preset).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuSpeed {
+    /// Peak memory bandwidth, GB/s (0 = unknown).
+    pub bandwidth_gbs: f64,
+    /// Usable host-to-device bandwidth, GB/s (`diffusion::pcie_gbs`; 0 = none or unknown).
+    pub pcie_gbs: f64,
+    /// Dense fp16/bf16 tensor TFLOPS with fp32 accumulate.
+    pub fp16_tflops: Option<f64>,
+}
+
+/// System RAM of the machine planned for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    /// Total RAM; `None` when not known (then running out of it is not checked).
+    pub ram_bytes: Option<u64>,
+    /// RAM bandwidth, GB/s.
+    pub ram_gbps: f64,
+    /// Where the bandwidth comes from, for the speed basis.
+    pub source: String,
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        let p = super::host::default_preset();
+        Host {
+            ram_bytes: None,
+            ram_gbps: p.gbps,
+            source: format!("{} (assumed; set gpu.host or gpu.host_ram_gbps)", p.name),
+        }
+    }
 }
 
 impl GpuTarget {
@@ -210,6 +267,8 @@ impl GpuTarget {
             vendor: Vendor::Nvidia,
             bf16: true,
             fp8: false,
+            speed: GpuSpeed::default(),
+            host: Host::default(),
         }
     }
 
@@ -221,6 +280,12 @@ impl GpuTarget {
             vendor: g.vendor,
             bf16: g.bf16,
             fp8: g.fp8,
+            speed: GpuSpeed {
+                bandwidth_gbs: g.bandwidth_gbs,
+                pcie_gbs: super::diffusion::pcie_gbs(g.pcie_gen, g.pcie_lanes),
+                fp16_tflops: g.fp16_tflops,
+            },
+            host: Host::default(),
         }
     }
 }
@@ -250,6 +315,14 @@ pub struct Run {
     pub gpu_memory_utilization: f64,
     pub ubatch: u32,
     pub other_processes_bytes: u64,
+    /// llama.cpp `-ngl`; `None` = every layer (llama.cpp's default) until the planner chooses.
+    pub gpu_layers: Option<u32>,
+    /// llama.cpp `--n-cpu-moe`.
+    pub cpu_moe_layers: u32,
+    pub kv_offload: bool,
+    pub fit_target_bytes: u64,
+    pub objective_speed: ObjectiveSpeed,
+    pub min_tokens_per_s: f64,
 }
 
 impl Default for Run {
@@ -277,6 +350,12 @@ impl Default for Run {
             gpu_memory_utilization: 0.9,
             ubatch: 512,
             other_processes_bytes: 0,
+            gpu_layers: None,
+            cpu_moe_layers: 0,
+            kv_offload: true,
+            fit_target_bytes: 1024 << 20,
+            objective_speed: ObjectiveSpeed::Quality,
+            min_tokens_per_s: 5.0,
         }
     }
 }
@@ -390,6 +469,8 @@ impl GpuSection {
                         .into(),
                 ),
             };
+        let mut gpu = gpu;
+        gpu.host = super::host::resolve(self)?;
         Ok(gpu)
     }
 }
@@ -624,6 +705,36 @@ impl RunSection {
             gpu_memory_utilization: util,
             ubatch: int_in("run.ubatch", self.ubatch, d.ubatch, 1, 1_000_000)?,
             other_processes_bytes: crate::units::gib_to_bytes(other),
+            gpu_layers: match self.gpu_layers {
+                None => None,
+                // llama.cpp reads any -ngl above the layer count (999, -1) as "all".
+                Some(n) if n < 0 || n > i64::from(model.layers) => Some(model.layers + 1),
+                Some(n) => Some(n as u32),
+            },
+            cpu_moe_layers: int_in("run.cpu_moe_layers", self.cpu_moe_layers, 0, 0, 1_000_000)?
+                .min(model.layers),
+            kv_offload: self.kv_offload.unwrap_or(true),
+            fit_target_bytes: match self.fit_target_mib {
+                None => d.fit_target_bytes,
+                Some(m) if m.is_finite() && (0.0..=1_048_576.0).contains(&m) => {
+                    (m * crate::units::MIB) as u64
+                }
+                Some(m) => {
+                    return Err(format!(
+                        "run.fit_target_mib = {m} is out of range; allowed 0..=1048576"
+                    ));
+                }
+            },
+            objective_speed: self.objective_speed.unwrap_or(d.objective_speed),
+            min_tokens_per_s: match self.min_tokens_per_s {
+                None => d.min_tokens_per_s,
+                Some(t) if t.is_finite() && (0.0..=1e6).contains(&t) => t,
+                Some(t) => {
+                    return Err(format!(
+                        "run.min_tokens_per_s = {t} is out of range; allowed 0..=1000000"
+                    ));
+                }
+            },
         })
     }
 }

@@ -2,7 +2,9 @@
 //! plan that fits; the JSON result of `vram-doctor plan`.
 
 pub mod diffusion;
+pub mod fit;
 pub mod game;
+pub mod options;
 pub mod search;
 pub mod strategy;
 
@@ -34,6 +36,28 @@ pub struct Plan {
     /// The task's own plan in full: a `DiffusionPlan` or `GameAdvice` as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
+    /// Where llama.cpp puts the planned run (DESIGN.md `placement`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::memory::placement::Placement>,
+    /// How fast the planned run goes (DESIGN.md `speed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<crate::speed::Speed>,
+    /// The options compared, each with memory and speed (llama.cpp runs that do not fit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<options::PlanOption>,
+}
+
+/// The quality note of a plan whose riskiest change is `worst`.
+pub fn quality_note(worst: Risk, unchanged: bool) -> String {
+    if unchanged {
+        return "unchanged".into();
+    }
+    match worst {
+        Risk::None => "no quality change".into(),
+        Risk::Low => "small quality risk (8-bit or adapter training)".into(),
+        Risk::Medium => "noticeable trade-off: check quality or capability on your task".into(),
+        Risk::High => "large quality loss likely".into(),
+    }
 }
 
 /// The JSON result of `vram-doctor plan` (DESIGN.md "JSON result").
@@ -59,8 +83,16 @@ impl PlanResult {
     }
 }
 
-/// Estimates a workload and plans how to make it fit.
+/// Estimates a workload and plans how to make it fit, with the speed of the plan and, for
+/// llama.cpp, the GPU/CPU split options.
 pub fn plan(w: &Workload) -> (Breakdown, Plan) {
+    let (b, mut p) = plan_memory(w);
+    options::add(w, &b, &mut p);
+    (b, p)
+}
+
+/// The strategy search alone: the cheapest change that fits on the GPU.
+fn plan_memory(w: &Workload) -> (Breakdown, Plan) {
     let b = memory::estimate(w);
     let max_batch = search::max_batch(w);
     let max_seq = search::max_seq(w);
@@ -102,14 +134,7 @@ pub fn plan(w: &Workload) -> (Breakdown, Plan) {
                 .map(Strategy::risk)
                 .max()
                 .unwrap_or(Risk::None);
-            p.quality_note = match worst {
-                Risk::None => "no quality change".into(),
-                Risk::Low => "small quality risk (8-bit or adapter training)".into(),
-                Risk::Medium => {
-                    "noticeable trade-off: check quality or capability on your task".into()
-                }
-                Risk::High => "large quality loss likely".into(),
-            };
+            p.quality_note = quality_note(worst, false);
             p.why = format!(
                 "needs {} of {}; {} is the largest part ({}). Cheapest change that leaves {:.0}% free: {} → {} at {:.2}× speed",
                 human(b.required_bytes()),
@@ -170,6 +195,7 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 why: p.why.clone(),
                 changes: Vec::new(),
                 details: serde_json::to_value(&p).ok(),
+                ..Default::default()
             };
             result(memory::any::estimate_any(w), plan)
         }
@@ -205,6 +231,7 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 ),
                 changes: Vec::new(),
                 details: serde_json::to_value(&a).ok(),
+                ..Default::default()
             };
             result(memory::any::estimate_any(w), plan)
         }

@@ -48,6 +48,13 @@ pub enum Strategy {
     Context { seq: u32 },
     /// Chunked (fused) cross-entropy: no full fp32 logits.
     ChunkedLoss,
+    /// llama.cpp: `-ngl gpu_layers` of `total_layers` (the output head counted as the last) and
+    /// the routed experts of the first `cpu_moe_layers` layers in system RAM (`--n-cpu-moe`).
+    Split {
+        gpu_layers: u32,
+        total_layers: u32,
+        cpu_moe_layers: u32,
+    },
 }
 
 impl Strategy {
@@ -78,6 +85,19 @@ impl Strategy {
             Strategy::Context { seq } => {
                 n.seq = *seq;
                 n.prompt = n.prompt.min(*seq);
+            }
+            Strategy::Split {
+                gpu_layers,
+                total_layers,
+                cpu_moe_layers,
+            } => {
+                // `None` is every layer: keep the run's own spelling when the split is full.
+                let full = *gpu_layers >= *total_layers;
+                let was_full = n.gpu_layers.is_none_or(|g| g >= *total_layers);
+                if !(full && was_full) {
+                    n.gpu_layers = Some(*gpu_layers);
+                }
+                n.cpu_moe_layers = *cpu_moe_layers;
             }
         }
         (n != *r).then_some(n)
@@ -124,6 +144,8 @@ impl Strategy {
             Strategy::Context { .. } => 1.0,
             // torchtune reports chunked CE at about the same step time.
             Strategy::ChunkedLoss => 0.98,
+            // The planner computes an offload plan's speed itself (`speed::llm`).
+            Strategy::Split { .. } => 1.0,
         }
     }
 
@@ -199,6 +221,29 @@ impl Strategy {
             ),
             Strategy::Context { seq } => ("context {seq} tokens", vec![("seq", seq.to_string())]),
             Strategy::ChunkedLoss => ("chunked cross-entropy (no full fp32 logits)", vec![]),
+            Strategy::Split {
+                gpu_layers,
+                total_layers,
+                cpu_moe_layers: 0,
+            } => (
+                "{gpu_layers} of {total_layers} layers on the GPU, the rest in system RAM (-ngl {gpu_layers})",
+                vec![
+                    ("gpu_layers", gpu_layers.to_string()),
+                    ("total_layers", total_layers.to_string()),
+                ],
+            ),
+            Strategy::Split {
+                gpu_layers,
+                total_layers,
+                cpu_moe_layers,
+            } => (
+                "{gpu_layers} of {total_layers} layers on the GPU, experts of the first {cpu_moe_layers} layers in system RAM (-ngl {gpu_layers} --n-cpu-moe {cpu_moe_layers})",
+                vec![
+                    ("gpu_layers", gpu_layers.to_string()),
+                    ("total_layers", total_layers.to_string()),
+                    ("cpu_moe_layers", cpu_moe_layers.to_string()),
+                ],
+            ),
         }
     }
 }

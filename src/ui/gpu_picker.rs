@@ -29,6 +29,7 @@ impl DetectedGpu {
             preset: self.preset.clone(),
             vram_gib: Some((gib(self.total_bytes) * 100.0).round() / 100.0),
             count,
+            ..Default::default()
         }
     }
 }

@@ -271,6 +271,7 @@ impl UserGpu {
             preset: None,
             vram_gib: Some(self.vram_gib),
             count: None,
+            ..Default::default()
         }
     }
 
