@@ -5,8 +5,9 @@
 //!
 //! The default objective is the best quality that fits: a split that keeps the weights is
 //! preferred to a quality loss while its decode speed stays at or above `run.min_tokens_per_s`
-//! (5 tokens/s by default, a comfortable reading speed for chat); `objective_speed = "speed"`
-//! takes the fastest option that fits.
+//! (5 tokens/s by default, a comfortable reading speed for chat); among options without a real
+//! quality loss (unchanged, or a q8_0 KV cache) the fastest is taken. `objective_speed =
+//! "speed"` takes the fastest option that fits.
 
 use super::fit;
 use super::strategy::{Risk, Strategy};
@@ -103,7 +104,9 @@ fn option(w: &Workload, label: String, changes: Vec<Strategy>, fits: bool) -> Pl
 fn split_option(w: &Workload, pre: Vec<Strategy>, label: &str) -> Option<PlanOption> {
     let x = planned(w, &pre);
     let f = fit::fit(&x);
-    if !f.meets_target {
+    // Not even the output layer fits, or no split is needed after `pre` (then the GPU-only
+    // option says the same).
+    if !f.meets_target || f.unchanged {
         return None;
     }
     let mut changes = pre;
@@ -127,13 +130,18 @@ fn choose(w: &Workload, opts: &[PlanOption]) -> Option<usize> {
         ObjectiveSpeed::Speed => fitting
             .max_by(|a, b| decode(a.1).total_cmp(&decode(b.1)))
             .map(|(i, _)| i),
-        // Options at or above the threshold first, then the least quality risk, then speed.
+        // Options at or above the threshold first, then those without a real quality loss
+        // (none or low: a q8_0 KV cache), then the least risk, then speed.
         ObjectiveSpeed::Quality => fitting
             .min_by(|a, b| {
-                let key = |o: &PlanOption| (decode(o) < threshold, o.risk);
+                let key = |o: &PlanOption| (decode(o) < threshold, o.risk.max(Risk::Low));
+                // Without speed figures (a card known only by its capacity), the option that
+                // leaves the least in system RAM.
+                let host = |o: &PlanOption| o.placement.as_ref().map_or(0, |p| p.host_bytes);
                 key(a.1)
                     .cmp(&key(b.1))
                     .then(decode(b.1).total_cmp(&decode(a.1)))
+                    .then(host(a.1).cmp(&host(b.1)))
             })
             .map(|(i, _)| i),
     }
@@ -214,18 +222,24 @@ pub fn add(w: &Workload, b: &Breakdown, p: &mut Plan) {
                 w.run.min_tokens_per_s
             )
         };
+        let above = if c.speed.decode_tokens_per_s.is_none() {
+            format!("speed unknown ({})", c.speed.basis)
+        } else {
+            format!(
+                "about {tps:.1} tokens/s decode{}, {above}",
+                c.speed
+                    .prefill_tokens_per_s
+                    .map_or(String::new(), |t| format!(", {t:.0} tokens/s prefill"))
+            )
+        };
         p.why = format!(
-            "needs {} of {} on the GPU alone; keeping {weights}, llama.cpp's --fit would put {} of {} layers on the GPU ({} there) and {} in system RAM: about {:.1} tokens/s decode{}, {above}",
+            "needs {} of {} on the GPU alone; keeping {weights}, llama.cpp's --fit would put {} of {} layers on the GPU ({} there) and {} in system RAM: {above}",
             human(b.required_bytes()),
             human(b.capacity_bytes),
             pl.gpu_layers,
             pl.total_layers,
             human(c.process_bytes),
             human(pl.host_bytes),
-            tps,
-            c.speed
-                .prefill_tokens_per_s
-                .map_or(String::new(), |t| format!(", {t:.0} tokens/s prefill")),
         );
     }
     if let Some(ctx) = fit::auto_context(w)
