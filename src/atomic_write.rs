@@ -119,7 +119,7 @@ pub fn remove_stale_temps(path: &Path) {
 
 /// Creates `tmp` afresh (never through a link or over a file someone else put there) and
 /// writes `text` to it, flushed to the disk.
-fn write_temp(tmp: &Path, text: &str, like: Option<&std::fs::Metadata>) -> std::io::Result<()> {
+fn write_temp(tmp: &Path, text: &[u8], like: Option<&std::fs::Metadata>) -> std::io::Result<()> {
     // Only a file of our own process id can be at this name (an earlier failed write).
     if std::fs::symlink_metadata(tmp).is_ok_and(|m| !m.is_dir()) {
         std::fs::remove_file(tmp)?;
@@ -128,7 +128,7 @@ fn write_temp(tmp: &Path, text: &str, like: Option<&std::fs::Metadata>) -> std::
         .write(true)
         .create_new(true)
         .open(tmp)?;
-    f.write_all(text.as_bytes())?;
+    f.write_all(text)?;
     if let Some(old) = like {
         f.set_permissions(old.permissions())?;
     }
@@ -151,6 +151,11 @@ fn sync_dir(dir: &Path) {
 /// directory entry. Until the rename, the old file is untouched, so a failure at any step
 /// keeps it.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    write_atomic_bytes(path, text.as_bytes())
+}
+
+/// [`write_atomic`] for binary content (a PNG plot).
+pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), String> {
     let shown = path.display();
     let real = target(path)?;
     let tmp = temp_path(&real).ok_or_else(|| format!("{shown}: not a file name"))?;
@@ -228,7 +233,7 @@ fn build_temp(dir: &Path, files: &[(&str, &str)]) -> std::io::Result<PathBuf> {
         }
         std::fs::create_dir(&tmp)?;
         for (name, text) in files {
-            write_temp(&tmp.join(name), text, None)?;
+            write_temp(&tmp.join(name), text.as_bytes(), None)?;
         }
         sync_dir(&tmp);
         Ok(())
@@ -342,7 +347,7 @@ fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
             remove_stale_temps(&real);
             let old = std::fs::metadata(&real).ok();
             staged.push((tmp.clone(), real.clone()));
-            write_temp(&tmp, text, old.as_ref())
+            write_temp(&tmp, text.as_bytes(), old.as_ref())
                 .map_err(|e| format!("{}: cannot write: {e}", real.display()))?;
         }
         Ok(())

@@ -251,6 +251,7 @@ fn live_numbers_answer_steps_and_rank_causes() {
         }),
         plan: None,
         platform: Some(Platform::Windows),
+        timeline: Vec::new(),
     };
     let obs = ctx.observations(None);
     let s = WizardState::start(kb(), &kb().root, obs).unwrap();
@@ -555,4 +556,44 @@ fn a_plan_result_answers_a_step_and_shows_its_figures() {
     let root = WizardState::start(kb(), &kb().root, ctx.observations(None)).unwrap();
     assert_eq!(root.path[0].node, "symptom");
     assert_eq!(root.node, "oom_tool");
+}
+
+#[test]
+fn a_leak_on_the_timeline_outranks_a_plain_shortage_in_the_message() {
+    // A message that says only "full", and a watched run whose memory rose steadily before it.
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 23.99 GiB of which 120.00 MiB is free. Including non-PyTorch memory, this process has 23.10 GiB memory in use. Of the allocated memory 22.90 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.";
+    let r = vram_doctor::doctor::reading::read(msg, kb(), None).unwrap();
+    let leak = vram_doctor::doctor::Observation {
+        fact: vram_doctor::doctor::Fact::TimelineLeak,
+        source: vram_doctor::doctor::evidence::Source::Timeline,
+        values: [
+            ("rate", "310 MiB"),
+            ("span", "14 minutes"),
+            ("floors", "2 GiB → 9 GiB"),
+            ("to_full", "soon"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    let ctx = Context {
+        timeline: vec![leak],
+        ..Context::default()
+    };
+    let obs = ctx.observations(Some(&r));
+    assert_eq!(
+        obs[0].fact,
+        vram_doctor::doctor::Fact::TimelineLeak,
+        "a cause-naming timeline fact leads"
+    );
+    let s = WizardState::start(kb(), &kb().root, obs).unwrap();
+    let View::Result { diagnosis, .. } = s.view(kb(), "en").unwrap() else {
+        panic!("the leak answers 'when' and 'how': {:?}", s.node);
+    };
+    assert_eq!(diagnosis.causes[0].id, "leak_history");
+    assert!(diagnosis.causes[0].evidence[0].contains("310 MiB per minute for 14 minutes"));
+    // Without the timeline the same message stops at the question the timeline answered.
+    let plain =
+        WizardState::start(kb(), &kb().root, Context::default().observations(Some(&r))).unwrap();
+    assert_eq!(plain.node, "oom_when");
 }

@@ -57,7 +57,7 @@ impl From<OsArg> for Platform {
 
 /// What `--json` prints (schema in the README, "diagnose --json").
 #[derive(Debug, Serialize)]
-struct Report<'a> {
+pub(super) struct Report<'a> {
     reading: Option<&'a Reading>,
     /// The message's classes as labels, primary first (the ids are in `reading`).
     classification: Vec<String>,
@@ -149,43 +149,7 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     if a.interactive {
         interactive(kb, &mut state, &a.lang, &mut stdin.lock().take(u64::MAX))?;
     }
-    let (stop, diagnosis) = match state.view(kb, &a.lang)? {
-        View::Result {
-            id,
-            text,
-            diagnosis,
-        } => (Stop::Result { id, text }, diagnosis),
-        View::Question { id, text, options } => (
-            Stop::Question { id, text, options },
-            state.evidence_diagnosis(kb, &a.lang),
-        ),
-    };
-    let classification = reading
-        .iter()
-        .filter_map(|r| r.classification.as_ref())
-        .flat_map(|c| &c.classes)
-        .filter_map(|k| {
-            Some(
-                kb.facts
-                    .get(&Fact::from(*k))?
-                    .label
-                    .get(&a.lang)
-                    .to_string(),
-            )
-        })
-        .collect();
-    let report = Report {
-        reading: reading.as_ref(),
-        classification,
-        evidence: state
-            .observations
-            .iter()
-            .map(|o| evidence_line(kb, o, &a.lang))
-            .collect(),
-        path: state.history(kb, &a.lang),
-        stop,
-        diagnosis,
-    };
+    let report = report(kb, reading.as_ref(), &state, &a.lang)?;
     let out = if a.json {
         serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
     } else {
@@ -194,6 +158,44 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     std::io::stdout()
         .write_all(out.as_bytes())
         .map_err(|e| format!("stdout: {e}"))
+}
+
+/// The `--json` object for a wizard state (also `vram-doctor run --json`'s, with its timeline).
+pub(super) fn report<'a>(
+    kb: &Knowledge,
+    reading: Option<&'a Reading>,
+    state: &WizardState,
+    lang: &str,
+) -> Result<Report<'a>, String> {
+    let (stop, diagnosis) = match state.view(kb, lang)? {
+        View::Result {
+            id,
+            text,
+            diagnosis,
+        } => (Stop::Result { id, text }, diagnosis),
+        View::Question { id, text, options } => (
+            Stop::Question { id, text, options },
+            state.evidence_diagnosis(kb, lang),
+        ),
+    };
+    let classification = reading
+        .iter()
+        .filter_map(|r| r.classification.as_ref())
+        .flat_map(|c| &c.classes)
+        .filter_map(|k| Some(kb.facts.get(&Fact::from(*k))?.label.get(lang).to_string()))
+        .collect();
+    Ok(Report {
+        reading,
+        classification,
+        evidence: state
+            .observations
+            .iter()
+            .map(|o| evidence_line(kb, o, lang))
+            .collect(),
+        path: state.history(kb, lang),
+        stop,
+        diagnosis,
+    })
 }
 
 /// Reads at most `MAX_INPUT_BYTES`; more is refused rather than truncated silently.
@@ -259,7 +261,7 @@ fn interactive(
     }
 }
 
-fn render(r: &Report) -> String {
+pub(super) fn render(r: &Report) -> String {
     let mut s = String::new();
     if !r.classification.is_empty() {
         s += &format!("Classification: {}\n", r.classification.join("; "));

@@ -7,6 +7,7 @@ mod inspect;
 mod monitor;
 mod plan;
 mod presets;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -51,6 +52,9 @@ pub enum Command {
     Diagnose(diagnose::DiagnoseArgs),
     /// Show what a model file or folder holds (config.json, safetensors, GGUF, diffusers).
     Inspect(inspect::InspectArgs),
+    /// Run a command under watch: its GPU memory over time, its output read by the doctor, and
+    /// on a failure the diagnosis with the timeline as evidence (returns the command's status).
+    Run(Box<run::RunArgs>),
 }
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
@@ -62,6 +66,7 @@ pub fn run(cmd: Command) -> ExitCode {
         Command::Monitor(a) => return monitor::run(&a),
         Command::Diagnose(a) => diagnose::run(&a),
         Command::Inspect(a) => inspect::run(&a),
+        Command::Run(a) => return run::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,7 +16,7 @@ use crate::telemetry::{
 use crate::units::human;
 use clap::Args;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -105,21 +105,29 @@ fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, 
     if a.demo {
         return Ok(Ok(Box::new(DemoSource::new(a.seed))));
     }
-    if let Some(lib) = &a.nvml_lib {
-        crate::telemetry::nvml::check_lib(lib).map_err(|e| format!("--nvml-lib {e}"))?;
-        let mut s = NvmlSource::new(Some(lib.clone()));
-        let first = s.sample();
-        return Ok(if first.gpus.is_empty() {
-            Err(if first.state.is_ok() {
-                SourceState::NoGpu
-            } else {
-                first.state
-            })
+    live_source(a.nvml_lib.as_deref())
+}
+
+/// The NVML library named by `--nvml-lib` when given (`Err` if it is not one; `Ok(Err)` if it
+/// answers with no GPU), else the first live source that finds one ([`detect`]).
+pub(super) fn live_source(
+    nvml_lib: Option<&Path>,
+) -> Result<Result<Box<dyn Source>, SourceState>, String> {
+    let Some(lib) = nvml_lib else {
+        return Ok(detect());
+    };
+    crate::telemetry::nvml::check_lib(lib).map_err(|e| format!("--nvml-lib {e}"))?;
+    let mut s = NvmlSource::new(Some(lib.to_path_buf()));
+    let first = s.sample();
+    Ok(if first.gpus.is_empty() {
+        Err(if first.state.is_ok() {
+            SourceState::NoGpu
         } else {
-            Ok(Box::new(s))
-        });
-    }
-    Ok(detect())
+            first.state
+        })
+    } else {
+        Ok(Box::new(s))
+    })
 }
 
 /// Where the snapshots come from: a sampler thread over a live source, or a replay read here,

@@ -87,8 +87,8 @@ fn supports(cause: &Cause, o: &Observation, all: &[Observation]) -> bool {
 }
 
 /// Ranks `candidates` (a leaf's order is the prior): those the evidence supports first, in
-/// the order of their strongest evidence, then the rest as given. Causes a pasted message
-/// points at but the leaf does not list are added, so a secondary finding (say, large
+/// the order of their strongest evidence, then the rest as given. Causes a pasted message (or
+/// a watched run's timeline) points at but the leaf does not list are added, so a secondary finding (say, large
 /// non-PyTorch memory beside fragmentation) is not lost.
 pub fn diagnose(
     kb: &Knowledge,
@@ -96,9 +96,10 @@ pub fn diagnose(
     observations: &[Observation],
     lang: &str,
 ) -> Diagnosis {
+    // What a message or a watched run's timeline showed is specific enough to add its causes.
     let from_message: Vec<Observation> = observations
         .iter()
-        .filter(|o| o.source == Source::Message)
+        .filter(|o| matches!(o.source, Source::Message | Source::Timeline))
         .cloned()
         .collect();
     let mut candidates = candidates.to_vec();

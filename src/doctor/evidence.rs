@@ -95,6 +95,13 @@ facts! {
     LiveOtherProcesses,
     LiveVramFull,
     LiveSpilling,
+    // A watched run's timeline (src/watch/evidence.rs).
+    TimelineLeak,
+    TimelineFirstStepSpike,
+    TimelineFreedBetweenPhases,
+    TimelineOtherProcess,
+    TimelineSpill,
+    TimelinePeakFull,
     // Platform.
     OsWindows,
     OsLinux,
@@ -110,6 +117,20 @@ impl Fact {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default()
+    }
+
+    /// A timeline finding that names a cause by itself (a leak, the first step's jump, a
+    /// process that arrived, a spill). It is more telling than a message's class, which only
+    /// says that memory ran out, so it leads the observations; the rest of the timeline
+    /// (the card was full at the peak, memory handed back) follows the message.
+    pub fn leads_over_message(self) -> bool {
+        matches!(
+            self,
+            Fact::TimelineLeak
+                | Fact::TimelineFirstStepSpike
+                | Fact::TimelineOtherProcess
+                | Fact::TimelineSpill
+        )
     }
 }
 
@@ -156,6 +177,8 @@ pub enum Source {
     Plan,
     /// The platform the user named.
     Platform,
+    /// The memory timeline of a watched run (`vram-doctor run`).
+    Timeline,
 }
 
 /// One thing the doctor saw: the fact it establishes and the figures that show it.

@@ -36,6 +36,10 @@ pub struct FactInfo {
     /// Workload fields this fact implies (`run.engine = "vllm"`), for the planner links.
     #[serde(default)]
     pub planner: BTreeMap<String, String>,
+    /// Seeing this fact in a program's output means the program failed (an out-of-memory or
+    /// GPU error), rather than context such as an engine's banner or a recovered warning.
+    #[serde(default)]
+    pub failure: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

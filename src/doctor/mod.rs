@@ -51,13 +51,23 @@ pub struct Context {
     pub live: Option<LiveSnapshot>,
     pub plan: Option<PlanSummary>,
     pub platform: Option<Platform>,
+    /// Findings from a watched run's memory timeline (`vram-doctor run`, src/watch).
+    #[serde(default)]
+    pub timeline: Vec<Observation>,
 }
 
 impl Context {
-    /// All observations, the message's first (they are the most specific), then live numbers,
-    /// the plan and the platform.
+    /// All observations, most telling first: timeline findings that name a cause
+    /// ([`Fact::leads_over_message`]), the message's (more specific than live numbers), the
+    /// rest of the timeline, then live numbers, the plan and the platform.
     pub fn observations(&self, reading: Option<&Reading>) -> Vec<Observation> {
-        let mut out: Vec<Observation> = reading.map(|r| r.observations.clone()).unwrap_or_default();
+        let (leading, trailing): (Vec<&Observation>, Vec<&Observation>) = self
+            .timeline
+            .iter()
+            .partition(|o| o.fact.leads_over_message());
+        let mut out: Vec<Observation> = leading.into_iter().cloned().collect();
+        out.extend(reading.iter().flat_map(|r| r.observations.iter().cloned()));
+        out.extend(trailing.into_iter().cloned());
         if let Some(l) = &self.live {
             out.extend(evidence::observe_live(l));
         }

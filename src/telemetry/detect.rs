@@ -318,47 +318,101 @@ fn floor_slope(xy: &[(f64, f64)]) -> Option<f64> {
     theil_sen(&floor)
 }
 
+/// How a memory series rose: the robust slope of its floor and the floor of each quarter.
+/// Shared by the monitor's steady-growth alert and `vram-doctor run`'s timeline evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Growth {
+    /// Theil–Sen slope of the floor, bytes per second.
+    pub bytes_per_s: f64,
+    /// Time from the first point to the last, ms.
+    pub span_ms: u64,
+    /// The floor (5th percentile) of each quarter of the series, oldest first.
+    pub floors: Vec<u64>,
+}
+
+impl Growth {
+    /// Measures `(time ms, bytes)` points, oldest first; `None` for fewer than 20 points.
+    pub fn measure(points: &[(u64, u64)]) -> Option<Growth> {
+        if points.len() < 20 {
+            return None;
+        }
+        let xy: Vec<(f64, f64)> = points
+            .iter()
+            .map(|&(t, b)| (t as f64 / 1000.0, b as f64))
+            .collect();
+        let bytes_per_s = floor_slope(&xy)?;
+        let q = points.len() / 4;
+        let floors = (0..4)
+            .map(|i| {
+                let mut v: Vec<u64> = points[i * q..(i + 1) * q].iter().map(|p| p.1).collect();
+                v.sort_unstable();
+                // The 5th percentile, not the minimum: one reading in which the process was
+                // missing from the driver's list (or the source glitched) must not pull a
+                // quarter's floor to zero; a saw-tooth's floor is many readings, not one.
+                v.get(v.len() / 20).copied().unwrap_or(0)
+            })
+            .collect();
+        let span_ms = points[points.len() - 1].0.saturating_sub(points[0].0);
+        Some(Growth {
+            bytes_per_s,
+            span_ms,
+            floors,
+        })
+    }
+
+    /// The rise the slope makes over the span, bytes.
+    pub fn rise(&self) -> f64 {
+        self.bytes_per_s * self.span_ms as f64 / 1000.0
+    }
+
+    /// True when the floor of every quarter is higher than the one before. A caching
+    /// allocator's saw-tooth goes up and down around a flat floor and does not pass; a leak
+    /// raises the floor.
+    pub fn floor_rises(&self) -> bool {
+        self.floors.windows(2).all(|w| w[1] > w[0])
+    }
+
+    /// A leak: the floor rises steadily and by at least `need` bytes.
+    pub fn is_steady(&self, need: f64) -> bool {
+        self.rise() >= need && self.floor_rises()
+    }
+
+    /// "floor of each quarter: 1.00 GiB → 2.00 GiB → …", for the evidence.
+    pub fn floors_text(&self) -> String {
+        format!(
+            "floor of each quarter: {}",
+            self.floors
+                .iter()
+                .map(|f| human(*f))
+                .collect::<Vec<_>>()
+                .join(" → ")
+        )
+    }
+}
+
 /// Steady growth (a leak): over the window the robust slope of the floor is positive, the memory
-/// rose by a real amount, and the *floor* rises: the lowest value of each quarter of the window is higher
-/// than the one before. A caching allocator's saw-tooth goes up and down around a flat floor and
-/// does not pass the last test; a leak raises the floor.
+/// rose by a real amount, and the *floor* rises ([`Growth::is_steady`]).
 fn growth(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
     let Some(last) = h.last() else { return };
-    let pts: Vec<&Point> = h
+    let pts: Vec<(u64, u64)> = h
         .since(last.time_ms.saturating_sub(c.growth_window_ms))
-        .filter(|p| p.used.is_some())
+        .filter_map(|p| Some((p.time_ms, p.used?)))
         .collect();
-    let span_ms = pts.last().map_or(0, |l| l.time_ms) - pts.first().map_or(0, |f| f.time_ms);
-    if pts.len() < 20 || span_ms < c.growth_window_ms / 2 {
-        return;
-    }
-    let xy: Vec<(f64, f64)> = pts
-        .iter()
-        .map(|p| (p.time_ms as f64 / 1000.0, p.used.unwrap_or(0) as f64))
-        .collect();
-    let Some(slope) = floor_slope(&xy) else {
+    let Some(g) = Growth::measure(&pts) else {
         return;
     };
+    if g.span_ms < c.growth_window_ms / 2 {
+        return;
+    }
+    let slope = g.bytes_per_s;
     let total = last.total.unwrap_or(0) as f64;
-    let rise = slope * span_ms as f64 / 1000.0;
     let need = (c.growth_min_fraction * total).max(c.growth_min_bytes as f64);
-    let q = pts.len() / 4;
-    let floors: Vec<u64> = (0..4)
-        .map(|i| {
-            pts[i * q..(i + 1) * q]
-                .iter()
-                .filter_map(|p| p.used)
-                .min()
-                .unwrap_or(0)
-        })
-        .collect();
-    let floor_rises = floors.windows(2).all(|w| w[1] > w[0]);
-    if !st.growth && rise >= need && floor_rises {
+    if !st.growth && g.is_steady(need) {
         st.growth = true;
         let free = (total - last.used.unwrap_or(0) as f64).max(0.0);
         let minutes = free / slope / 60.0;
         // Name the process that grows, when one accounts for at least a quarter of the rise.
-        let grower = fastest_grower(st, pts[0].time_ms)
+        let grower = fastest_grower(st, pts[0].0)
             .filter(|g| g.2 >= 0.25 * slope)
             .map(|(pid, name, rate)| {
                 format!(
@@ -380,19 +434,12 @@ fn growth(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
                 format!(
                     "Theil–Sen slope of the floor {}/s over {:.0} s",
                     human(slope as u64),
-                    span_ms as f64 / 1000.0
+                    g.span_ms as f64 / 1000.0
                 ),
-                format!(
-                    "floor of each quarter: {}",
-                    floors
-                        .iter()
-                        .map(|f| human(*f))
-                        .collect::<Vec<_>>()
-                        .join(" → ")
-                ),
+                g.floors_text(),
             ],
         );
-    } else if st.growth && (slope <= 0.0 || rise < need / 2.0) {
+    } else if st.growth && (slope <= 0.0 || g.rise() < need / 2.0) {
         st.growth = false;
     }
     st.growth_slope = st.growth.then_some(slope);

@@ -27,6 +27,11 @@
  *   gpuN.procs  = pid:mib[:name][@from[-to]],...   compute processes, present in samples from..to
  *   gpuN.gprocs = ...           graphics processes, same syntax
  *   gpuN.proc_mem_na = 1        per-process memory reported as NVML_VALUE_NOT_AVAILABLE (WDDM)
+ *   gpuN.procs_dir = DIR        more compute processes, read at every sample from the files in DIR:
+ *                               each holds one line `pid mib`, written by the process itself (so a
+ *                               test's child program "allocates" by rewriting its file); a pid
+ *                               that no longer exists is left out, and the memory of the listed
+ *                               processes adds to the GPU's used memory
  *   gpuN.unsupported = temp,power,clocks,pcie,util,throttle,procs,mem,uuid
  *   gpuN.fail = 15@3-5          every call on this GPU returns rc 15 (GPU lost) in samples 3..5
  *
@@ -39,7 +44,10 @@
  * R510), -DNO_SHUTDOWN leaves out nvmlShutdown.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +84,7 @@ typedef struct {
     unsigned long long throttle;
     proc_t procs[MAX_PROCS], gprocs[MAX_PROCS];
     int nprocs, ngprocs, proc_mem_na, unsupported;
+    char procs_dir[512];
     int fail_rc; long fail_from, fail_to;
     long samples; /* memory queries so far */
 } gpu_t;
@@ -161,6 +170,7 @@ static void apply(const char *key, const char *v) {
     if (!strcmp(k, "pcie_tx_kbps")) { g->pcie_tx = (unsigned)strtoul(v, NULL, 10); return; }
     if (!strcmp(k, "name")) { strncpy(g->name, v, sizeof g->name - 1); return; }
     if (!strcmp(k, "uuid")) { strncpy(g->uuid, v, sizeof g->uuid - 1); return; }
+    if (!strcmp(k, "procs_dir")) { strncpy(g->procs_dir, v, sizeof g->procs_dir - 1); return; }
     if (!strcmp(k, "procs")) { g->nprocs = parse_procs(v, g->procs); return; }
     if (!strcmp(k, "gprocs")) { g->ngprocs = parse_procs(v, g->gprocs); return; }
     if (!strcmp(k, "unsupported")) { g->unsupported = parse_unsupported(v); return; }
@@ -307,6 +317,30 @@ EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int l
     return OK;
 }
 
+/* The live processes that wrote a `pid mib` file into procs_dir (at most `max`). */
+static int dir_procs(const gpu_t *g, proc_t *out, int max) {
+    if (!g->procs_dir[0]) return 0;
+    DIR *d = opendir(g->procs_dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while (n < max && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", g->procs_dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        unsigned int pid = 0; long long mib = 0;
+        int ok = fscanf(f, "%u %lld", &pid, &mib) == 2;
+        fclose(f);
+        if (!ok || pid == 0 || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) continue;
+        proc_t p = { pid, mib, "", 0, -1 };
+        out[n++] = p;
+    }
+    closedir(d);
+    return n;
+}
+
 /* ---------- memory: each query is one sample ---------- */
 static nvmlReturn_t mem_values(nvmlDevice_t d, unsigned long long *total, unsigned long long *reserved,
                                unsigned long long *used) {
@@ -317,6 +351,9 @@ static nvmlReturn_t mem_values(nvmlDevice_t d, unsigned long long *total, unsign
     if (g->unsupported & U_MEM) return E_NOT_SUPPORTED;
     long s = cur_sample(g);
     long long u = g->used_mib + g->ramp_mib * s;
+    proc_t extra[MAX_PROCS];
+    int nx = dir_procs(g, extra, MAX_PROCS);
+    for (int i = 0; i < nx; i++) u += extra[i].mib;
     if (g->spike_mib && in_range(s, g->spike_at, g->spike_at + (g->spike_len > 0 ? g->spike_len : 1) - 1))
         u += g->spike_mib;
     long long cap = g->total_mib - g->reserved_mib;
@@ -397,7 +434,11 @@ static nvmlReturn_t list_procs(nvmlDevice_t d, unsigned int *count, nvmlProcessI
     const proc_t *src = graphics ? g->gprocs : g->procs;
     int n_src = graphics ? g->ngprocs : g->nprocs;
     long s = cur_sample(g);
-    nvmlProcessInfo_t tmp[MAX_PROCS];
+    proc_t all[2 * MAX_PROCS];
+    memcpy(all, src, (size_t)n_src * sizeof *src);
+    if (!graphics) n_src += dir_procs(g, all + n_src, MAX_PROCS);
+    src = all;
+    nvmlProcessInfo_t tmp[2 * MAX_PROCS];
     unsigned int n = 0;
     for (int i = 0; i < n_src; i++) {
         if (!in_range(s, src[i].from, src[i].to)) continue;

@@ -1,0 +1,405 @@
+//! Watching the user's own run (`vram-doctor run -- CMD ARGS…`): start the command, pass its
+//! input and output through, sample the GPUs with the monitor's sampler and sources, attribute
+//! memory to the run's processes, read every output line with the doctor's reader, and turn the
+//! timeline into facts the doctor ranks causes by. Domain layer: no egui, no printing of its
+//! own besides passing the child's output through; the CLI and the app sit on top.
+//!
+//! - `process`: the child, its process group, signals, nothing left behind;
+//! - `tree`: which pids are the run's (/proc);
+//! - `timeline`: the run's memory per GPU, bounded; `evidence`: the facts it shows;
+//! - `scan`: the output lines and the incident around the first failure;
+//! - `retry`: the environment change `--retry-on-oom` makes; `report` and `plot`: `--report DIR`.
+//!
+//! The monitor's pieces are reused as they are: [`Sampler`] and any [`Source`], [`History`]
+//! and [`Detectors`] (fed the snapshot with the run's processes merged under the child's pid, so
+//! "other processes" means other programs), [`Recorder`] for the recording.
+
+pub mod evidence;
+pub mod plot;
+pub mod process;
+pub mod report;
+pub mod retry;
+pub mod scan;
+pub mod timeline;
+pub mod tree;
+
+use crate::doctor::{Context, Diagnosis, Knowledge, Reading, View, WizardState};
+use crate::telemetry::detect::{Alert, Detectors};
+use crate::telemetry::history::{History, HistoryConfig};
+use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
+use crate::telemetry::sample::now_ms;
+use crate::telemetry::{Sampler, Snapshot, Source, SourceKind, SourceState};
+use evidence::Evidence;
+use process::{CommandSpec, Exit, Running};
+use scan::{Incident, Scanner};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use timeline::Timeline;
+use tree::Membership;
+
+/// Default sampling interval: 10 Hz (issue 19), enough to see a step's spike.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// After the child exits, how long its output may keep flowing (a grandchild still holding the
+/// pipe) before what is left of the run is ended.
+const DRAIN: Duration = Duration::from_secs(1);
+/// How long the run's processes get between SIGTERM and SIGKILL when the watcher ends them.
+const GRACE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub interval: Duration,
+    /// Recordings to write, each with every snapshot as sampled (JSON Lines or CSV by name).
+    pub record: Vec<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            interval: DEFAULT_INTERVAL,
+            record: Vec::new(),
+        }
+    }
+}
+
+/// Everything a watched run showed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub command: String,
+    pub exit: Exit,
+    /// Signals the watcher received and forwarded to the run.
+    pub forwarded_signals: Vec<i32>,
+    pub source: SourceKind,
+    /// The source's last state (why there are no readings, if there are none).
+    pub source_state: SourceState,
+    pub duration_ms: u64,
+    pub timeline: Timeline,
+    /// The monitor's detectors' alerts during the run.
+    pub alerts: Vec<Alert>,
+    pub incident: Option<Incident>,
+    /// Failure lines seen in all.
+    pub failure_lines: u64,
+    /// The doctor's reading of the incident.
+    pub reading: Reading,
+    pub evidence: Evidence,
+    /// What the watcher could not do (no GPU source, an incomplete recording).
+    pub notes: Vec<String>,
+    /// The child's stdout ended in the middle of a line (so what is printed after it starts
+    /// on a new one).
+    pub stdout_open_line: bool,
+}
+
+impl Outcome {
+    /// The run failed the way the doctor diagnoses: an out-of-memory or GPU error line passed.
+    pub fn failed(&self) -> bool {
+        self.incident.is_some()
+    }
+
+    /// The doctor's walk over what the message and the timeline show, as far as the evidence
+    /// goes.
+    pub fn diagnose(&self, kb: &Knowledge, lang: &str) -> Result<(WizardState, View), String> {
+        let ctx = Context {
+            timeline: self.evidence.observations.clone(),
+            ..Context::default()
+        };
+        let state = WizardState::start(kb, &kb.root, ctx.observations(Some(&self.reading)))?;
+        let view = state.view(kb, lang)?;
+        Ok((state, view))
+    }
+}
+
+/// The answer the walk ends in: a leaf's text and its diagnosis, or, where the walk stopped at
+/// a question the evidence cannot answer, what the evidence alone points at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub result: Option<String>,
+    pub diagnosis: Diagnosis,
+}
+
+impl Verdict {
+    pub fn of(state: &WizardState, view: &View, kb: &Knowledge, lang: &str) -> Verdict {
+        match view {
+            View::Result {
+                text, diagnosis, ..
+            } => Verdict {
+                result: Some(text.clone()),
+                diagnosis: diagnosis.clone(),
+            },
+            View::Question { .. } => Verdict {
+                result: None,
+                diagnosis: state.evidence_diagnosis(kb, lang),
+            },
+        }
+    }
+}
+
+enum Msg {
+    Snap(Snapshot),
+    Line(String),
+}
+
+/// Copies one output stream of the child to the watcher's own, byte for byte, and sends each
+/// complete line on. A closed output of the watcher (a pipe to `head`) does not stop the
+/// copying: the child must never block on a full pipe. The thread's result: the stream ended
+/// in the middle of a line.
+fn pump<R: Read + Send + 'static, W: Write + 'static>(
+    mut from: R,
+    to: fn() -> W,
+    tx: SyncSender<Msg>,
+) -> std::io::Result<JoinHandle<bool>> {
+    std::thread::Builder::new()
+        .name("run-output".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 << 10];
+            let mut line: Vec<u8> = Vec::new();
+            let mut out_ok = true;
+            loop {
+                let n = match from.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                if out_ok {
+                    let mut w = to();
+                    out_ok = w.write_all(&buf[..n]).and_then(|()| w.flush()).is_ok();
+                }
+                for &b in &buf[..n] {
+                    if b == b'\n' {
+                        let _ = tx.send(Msg::Line(String::from_utf8_lossy(&line).into_owned()));
+                        line.clear();
+                    } else if line.len() < (1 << 20) {
+                        line.push(b);
+                    }
+                }
+            }
+            let open = !line.is_empty();
+            if open {
+                let _ = tx.send(Msg::Line(String::from_utf8_lossy(&line).into_owned()));
+            }
+            open
+        })
+}
+
+/// Runs `spec` to its end under watch. `Err` only when it cannot start (one line: what and why)
+/// or a recording cannot be opened; everything after the start is in the [`Outcome`].
+/// `source` is the GPU source, or why there is none (the run is then watched for its output
+/// only, and the outcome says so).
+pub fn watch(
+    spec: &CommandSpec,
+    source: Result<Box<dyn Source>, SourceState>,
+    opts: &Options,
+) -> Result<Outcome, String> {
+    let kb = Knowledge::get();
+    let mut recorders = opts
+        .record
+        .iter()
+        .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
+        .collect::<Result<Vec<_>, _>>()?;
+    process::signals::install();
+    let mut notes = Vec::new();
+    let source_kind = source.as_ref().map_or(SourceKind::None, |s| s.kind());
+    let (mut running, out, err) = process::spawn(spec)?;
+    let start_ms = now_ms();
+    let started = Instant::now();
+    let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
+    let mut readers = Vec::new();
+    for r in [
+        pump(out, std::io::stdout, tx.clone()),
+        pump(err, std::io::stderr, tx.clone()),
+    ] {
+        readers.push(r.map_err(|e| format!("cannot start the output reader: {e}"))?);
+    }
+    let mut sampler = None;
+    let mut forwarder = None;
+    match source {
+        Ok(source) => {
+            let (s, snaps) = Sampler::start(source, opts.interval);
+            sampler = Some(s);
+            let forward = tx.clone();
+            forwarder = std::thread::Builder::new()
+                .name("run-samples".into())
+                .spawn(move || {
+                    for s in snaps {
+                        if forward.send(Msg::Snap(s)).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .ok();
+        }
+        Err(state) => notes.push(format!("no GPU readings: {}", state.message())),
+    }
+    drop(tx);
+
+    let mut session = Session {
+        membership: Membership::new(std::process::id(), running.pid()),
+        timeline: Timeline::new(start_ms),
+        history: History::new(HistoryConfig {
+            recent: 36_000,
+            ..HistoryConfig::default()
+        }),
+        detectors: {
+            let mut d = Detectors::default();
+            d.focus_pid = Some(running.pid());
+            d
+        },
+        alerts: Vec::new(),
+        scanner: Scanner::new(kb),
+        source_state: SourceState::Ok,
+        start_ms,
+    };
+    let mut forwarded = Vec::new();
+    let mut exited_at: Option<Instant> = None;
+    let mut record_error: Option<String> = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Msg::Snap(s)) => {
+                for r in &mut recorders {
+                    if let Err(e) = r.write(&s) {
+                        record_error.get_or_insert(e);
+                    }
+                }
+                session.sample(&s);
+            }
+            Ok(Msg::Line(l)) => session.line(&l),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if let Some(sig) = process::signals::take() {
+            // A second signal, or one while the run is already ending, ends it at once.
+            if forwarded.is_empty() {
+                running.signal(sig);
+            } else {
+                running.end_all(Duration::ZERO);
+            }
+            forwarded.push(sig);
+        }
+        if running.poll().is_some() {
+            let t = *exited_at.get_or_insert_with(Instant::now);
+            if readers.iter().all(|r| r.is_finished()) || t.elapsed() >= DRAIN {
+                break;
+            }
+        }
+    }
+    // Every way out: nothing of the run stays behind, and its pipes close.
+    running.end_all(GRACE);
+    let exit = wait_exit(&mut running);
+    if let Some(s) = sampler {
+        s.stop();
+    }
+    let open_lines: Vec<bool> = readers
+        .into_iter()
+        .map(|r| r.join().unwrap_or(false))
+        .collect();
+    if let Some(f) = forwarder {
+        let _ = f.join();
+    }
+    for m in rx.try_iter() {
+        if let Msg::Line(l) = m {
+            session.line(&l);
+        }
+    }
+    for r in recorders {
+        if let Err(e) = r.finish() {
+            record_error.get_or_insert(e);
+        }
+    }
+    if let Some(e) = record_error {
+        notes.push(format!("the recording is incomplete: {e}"));
+    }
+    let mut outcome = session.finish(spec, exit, forwarded, source_kind, started.elapsed());
+    outcome.notes.extend(notes);
+    outcome.stdout_open_line = open_lines.first().copied().unwrap_or(false);
+    Ok(outcome)
+}
+
+/// The child's exit (it was ended above, so this does not wait long).
+fn wait_exit(running: &mut Running) -> Exit {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(e) = running.poll() {
+            return e;
+        }
+        if Instant::now() >= until {
+            return Exit {
+                code: 1,
+                signal: None,
+            };
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The state of one watched run, fed by the loop above.
+struct Session {
+    membership: Membership,
+    timeline: Timeline,
+    history: History,
+    detectors: Detectors,
+    alerts: Vec<Alert>,
+    scanner: Scanner,
+    source_state: SourceState,
+    start_ms: u64,
+}
+
+/// Alerts kept at most (each detector fires once per episode, so this is generous).
+const MAX_ALERTS: usize = 256;
+
+impl Session {
+    fn sample(&mut self, s: &Snapshot) {
+        self.source_state = s.state.clone();
+        let seen = self.timeline.push(s, &mut self.membership);
+        self.history.push(&seen);
+        for a in self.detectors.check(&self.history, &seen) {
+            if self.alerts.len() < MAX_ALERTS {
+                self.alerts.push(a);
+            }
+        }
+    }
+
+    fn line(&mut self, l: &str) {
+        let t = now_ms().saturating_sub(self.start_ms);
+        self.scanner.line(l, t);
+    }
+
+    fn finish(
+        mut self,
+        spec: &CommandSpec,
+        exit: Exit,
+        forwarded_signals: Vec<i32>,
+        source: SourceKind,
+        took: Duration,
+    ) -> Outcome {
+        self.timeline.finish();
+        if self.timeline.run_never_listed() {
+            self.timeline.use_whole_card();
+        }
+        let incident = self.scanner.incident().cloned();
+        let evidence = evidence::analyse(
+            &self.timeline,
+            &self.alerts,
+            incident.as_ref().map(|i| i.t_ms),
+        );
+        Outcome {
+            command: spec.display(),
+            exit,
+            forwarded_signals,
+            source,
+            source_state: self.source_state,
+            duration_ms: took.as_millis() as u64,
+            reading: self.scanner.reading(),
+            failure_lines: self.scanner.failures,
+            incident,
+            alerts: self.alerts,
+            evidence,
+            timeline: self.timeline,
+            notes: Vec::new(),
+            stdout_open_line: false,
+        }
+    }
+}
