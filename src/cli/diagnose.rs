@@ -90,13 +90,7 @@ const MAX_ANSWER_LINE: usize = 1024;
 
 pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     let kb = Knowledge::get();
-    if !kb.languages.contains(&a.lang) {
-        return Err(format!(
-            "--lang {}: not shipped; choose one of {}",
-            a.lang,
-            kb.languages.join(", ")
-        ));
-    }
+    kb.check_lang(&a.lang)?;
     let entry = match &a.tree {
         Some(t) => kb.tree(t).map(|t| t.entry.clone()).ok_or_else(|| {
             let ids: Vec<&str> = kb.trees.iter().map(|t| t.id.as_str()).collect();

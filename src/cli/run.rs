@@ -158,13 +158,7 @@ fn watch_once(a: &RunArgs, spec: &CommandSpec, report_dir: Option<&Path>) -> Res
 
 fn run_inner(a: &RunArgs) -> Result<ExitCode, String> {
     let kb = Knowledge::get();
-    if !kb.languages.contains(&a.lang) {
-        return Err(format!(
-            "--lang {}: not shipped; choose one of {}",
-            a.lang,
-            kb.languages.join(", ")
-        ));
-    }
+    kb.check_lang(&a.lang)?;
     let (program, args) = a
         .command
         .split_first()

@@ -265,6 +265,17 @@ impl Knowledge {
         })
     }
 
+    /// Checks a `--lang` value against the shipped languages (`diagnose` and `run` both take it).
+    pub fn check_lang(&self, lang: &str) -> Result<(), String> {
+        if self.languages.iter().any(|l| l == lang) {
+            return Ok(());
+        }
+        Err(format!(
+            "--lang {lang}: not shipped; choose one of {}",
+            self.languages.join(", ")
+        ))
+    }
+
     /// Parses and checks; the error names the file and what is wrong.
     pub fn load(src: &Sources) -> Result<Knowledge, String> {
         let parse_err = |file: &str, e: toml::de::Error| format!("assets/doctor/{file}: {e}");
