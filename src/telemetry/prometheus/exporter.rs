@@ -157,18 +157,9 @@ fn serve(listener: &TcpListener, slot: &Slot, stop: &AtomicBool, limits: Limits)
 
 fn answer(stream: &mut TcpStream, slot: &Slot, limits: Limits) {
     stream.set_write_timeout(Some(limits.write_timeout)).ok();
-    let Ok(head) = http::read_request_head(stream, limits.max_head_bytes, limits.read_timeout)
-    else {
-        let _ = http::respond(
-            stream,
-            "400 Bad Request",
-            "text/plain",
-            b"bad request\n",
-            false,
-        );
-        return;
-    };
-    let Some((method, target)) = http::request_line(&head) else {
+    let head = http::read_request_head(stream, limits.max_head_bytes, limits.read_timeout).ok();
+    // An unreadable head and an unparsable request line get the same answer.
+    let Some((method, target)) = head.as_deref().and_then(http::request_line) else {
         let _ = http::respond(
             stream,
             "400 Bad Request",
