@@ -499,6 +499,19 @@ fn names_from_files_cannot_forge_lines_or_send_escapes() {
     assert_eq!(o.status.code(), Some(2));
     no_forgery(&err(&o));
     assert_eq!(err(&o).trim().lines().count(), 1);
+    // A log whose error line holds terminal escapes: `diagnose` quotes it as evidence.
+    let log = dir.path().join("evil.log");
+    std::fs::write(
+        &log,
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \u{1b}[2J\u{7}\u{202e}x\n",
+    )
+    .unwrap();
+    let o = run(&["diagnose", "--file", s(&log)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let t = out(&o);
+    no_forgery(&t);
+    assert!(!t.contains('\u{202e}'), "{t}");
+    assert!(t.contains("\\u{1b}[2J\\u{7}\\u{202e}x"), "{t}");
 }
 
 // ------------------------------------------------------------ 6. errors that name the right thing

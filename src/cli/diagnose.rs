@@ -255,51 +255,58 @@ fn interactive(
     }
 }
 
+/// The report as text. Every item goes through `printable`: evidence quotes the log, and a
+/// log line holding a terminal escape or a bidirectional override must not reach the terminal
+/// raw (our own texts hold no control characters, so they print unchanged).
 pub(super) fn render(r: &Report) -> String {
+    use crate::printable::printable as p;
     let mut s = String::new();
     if !r.classification.is_empty() {
-        s += &format!("Classification: {}\n", r.classification.join("; "));
+        s += &format!("Classification: {}\n", p(&r.classification.join("; ")));
     }
     if !r.evidence.is_empty() {
         s += "Evidence:\n";
         for e in &r.evidence {
-            s += &format!("  - {e}\n");
+            s += &format!("  - {}\n", p(e));
         }
     }
     if !r.path.is_empty() {
         s += "Wizard:\n";
-        for p in &r.path {
-            let why = p
+        for step in &r.path {
+            let why = step
                 .because
                 .as_deref()
-                .map(|e| format!("   (seen: {e})"))
+                .map(|e| format!("   (seen: {})", p(e)))
                 .unwrap_or_default();
-            s += &format!("  {} → {}{why}\n", p.question, p.answer);
+            s += &format!("  {} → {}{why}\n", p(&step.question), p(&step.answer));
         }
     }
     match &r.stop {
-        Stop::Result { text, .. } => s += &format!("Result: {text}\n"),
+        Stop::Result { text, .. } => s += &format!("Result: {}\n", p(text)),
         Stop::Question { text, options, .. } => {
-            s += &format!("Next question (answer with --interactive or --answers N): {text}\n");
+            s += &format!(
+                "Next question (answer with --interactive or --answers N): {}\n",
+                p(text)
+            );
             for (i, o) in options.iter().enumerate() {
-                s += &format!("  {}) {o}\n", i + 1);
+                s += &format!("  {}) {}\n", i + 1, p(o));
             }
         }
     }
     let d = &r.diagnosis;
-    if let Some(p) = &d.planner {
-        let fields: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if let Some(planner) = &d.planner {
+        let fields: Vec<String> = planner.iter().map(|(k, v)| format!("{k}={v}")).collect();
         s += &format!(
             "\nThe message's workload, for the planner: {}\n",
-            fields.join(" ")
+            p(&fields.join(" "))
         );
     }
     if !d.causes.is_empty() {
         s += "\nLikely causes:\n";
         for (i, c) in d.causes.iter().enumerate() {
-            s += &format!("  {}. {}\n     {}\n", i + 1, c.title, c.why);
+            s += &format!("  {}. {}\n     {}\n", i + 1, p(&c.title), p(&c.why));
             for e in &c.evidence {
-                s += &format!("     seen: {e}\n");
+                s += &format!("     seen: {}\n", p(e));
             }
         }
     }
@@ -315,13 +322,13 @@ pub(super) fn render(r: &Report) -> String {
             } else {
                 ""
             };
-            s += &format!("  [{cost}] {}{note}\n", f.text);
+            s += &format!("  [{cost}] {}{note}\n", p(&f.text));
             if let Some(c) = &f.copy {
-                s += &format!("         copy: {c}\n");
+                s += &format!("         copy: {}\n", p(c));
             }
-            if let Some(p) = &f.planner {
-                let fields: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                s += &format!("         planner: {}\n", fields.join(" "));
+            if let Some(planner) = &f.planner {
+                let fields: Vec<String> = planner.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                s += &format!("         planner: {}\n", p(&fields.join(" ")));
             }
         }
     }
