@@ -162,6 +162,21 @@ fn fixes_fit_the_program_that_printed_the_message() {
             .any(|f| f.starts_with("ollama_") || f.starts_with("vllm_")),
         "{comfy:?}"
     );
+    // HSA_OVERRIDE_GFX_VERSION is read by ROCm only: offered for a HIP build, not for CUDA.
+    let cuda_arch = fix_ids(
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+    );
+    assert!(
+        !cuda_arch.contains(&"hsa_override".to_string()),
+        "{cuda_arch:?}"
+    );
+    let hip_arch = fix_ids(
+        "RuntimeError: HIP error: invalid device function\nrocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: Illegal seek for GPU arch : gfx1032",
+    );
+    assert!(
+        hip_arch.contains(&"hsa_override".to_string()),
+        "{hip_arch:?}"
+    );
     // CUDA_LAUNCH_BLOCKING locates a faulting kernel; it is no fix for a plain OOM.
     let plain = fix_ids("RuntimeError: CUDA error: out of memory");
     assert!(

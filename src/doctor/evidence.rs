@@ -81,6 +81,8 @@ facts! {
     ComfyDynamicVram,
     EngineDeepspeed,
     EngineVideoTool,
+    /// AMD's ROCm/HIP stack: its fixes (HSA_OVERRIDE_GFX_VERSION) do nothing on CUDA.
+    EngineRocm,
     // GPU errors that are not about memory (issue 16).
     DriverMismatch,
     NoGpu,
