@@ -42,6 +42,7 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
         [
             task,
             objective,
+            loss,
             engine,
             attention,
             method,
@@ -59,9 +60,24 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
         after,
         |v: &u32| i64::from(*v),
         [
-            batch, seq, prompt, lora_rank, grad_accum, zero_stage, ubatch
+            batch,
+            seq,
+            lora_rank,
+            grad_accum,
+            zero_stage,
+            ubatch,
+            cpu_moe_layers
         ]
     );
+    if before.gpu_layers != after.gpu_layers {
+        f.gpu_layers = after.gpu_layers.map(i64::from);
+    }
+    // The prompt follows the sequence unless set apart from it: a plan that shortens the
+    // context pulls the prompt down with it, and writing that down as `prompt = N` would leave
+    // a field no control shows, which then refuses every sequence below N (issue 22).
+    if before.prompt != after.prompt {
+        f.prompt = (after.prompt != after.seq).then_some(i64::from(after.prompt));
+    }
     record!(f, before, after, ToString::to_string, [weights]);
     record!(
         f,

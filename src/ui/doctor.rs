@@ -38,16 +38,26 @@ impl DoctorView {
             ui.heading(tr("What went wrong?"));
             ui.label(tr("Paste the error message (for example a “CUDA out of memory” traceback), or start without one:"));
             let label = ui.label(tr("Error message"));
-            egui::ScrollArea::vertical().max_height(320.0).show(ui, |ui| {
+            let edit = egui::ScrollArea::vertical().max_height(320.0).show(ui, |ui| {
+                // Tab leaves the box (a code editor would indent instead), so the buttons
+                // below are reachable by keyboard; Ctrl+Enter reads the message from inside it.
                 let edit = egui::TextEdit::multiline(&mut self.message)
                     .desired_rows(14)
                     .desired_width(f32::INFINITY)
                     .code_editor()
+                    .lock_focus(false)
                     .show(ui);
-                edit.response.response.labelled_by(label.id);
+                edit.response.response.labelled_by(label.id)
             });
+            let read_by_key = edit.inner.has_focus()
+                && ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Enter));
             ui.horizontal(|ui| {
-                if ui.button(tr("Read message")).clicked() {
+                if ui
+                    .button(tr("Read message"))
+                    .on_hover_text(tr("Ctrl+Enter in the message box"))
+                    .clicked()
+                    || read_by_key
+                {
                     self.start(kb, true);
                 }
                 if ui.button(tr("Start without a message")).clicked() {

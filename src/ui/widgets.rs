@@ -22,6 +22,11 @@ pub fn status_ui(ui: &mut Ui, status: &Status) {
 }
 
 /// A combo box over catalog entries (id, text) with a search box on top; returns the id picked.
+///
+/// The search has the keyboard as soon as the list opens, so typing filters at once (with 182
+/// cards nobody scrolls), a click into it keeps the list open, and Enter takes the first match.
+/// egui's combo box closes on any click inside and focuses nothing (`PopupCloseBehavior::
+/// CloseOnClick`, its default), which made the search unreachable (issue 22).
 pub fn search_pick<'a>(
     ui: &mut Ui,
     label: &str,
@@ -31,25 +36,40 @@ pub fn search_pick<'a>(
     current: Option<&str>,
 ) -> Option<String> {
     let mut picked = None;
-    ComboBox::from_label(label)
+    let focused_once = egui::Id::unique(("search_pick_focused", label));
+    let shown = ComboBox::from_label(label)
         .selected_text(selected_text)
         .width(260.0)
         .height(400.0)
+        .close_behavior(egui::PopupCloseBehavior::CloseOnClickOutside)
         .show_ui(ui, |ui| {
-            ui.add(
+            let search = ui.add(
                 egui::TextEdit::singleline(filter)
                     .hint_text(trf("Search {what}", &[("what", &label.to_lowercase())])),
             );
+            if !ui.data(|d| d.get_temp::<bool>(focused_once).unwrap_or(false)) {
+                search.request_focus();
+                ui.data_mut(|d| d.insert_temp(focused_once, true));
+            }
+            let enter = search.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
             let needle = filter.to_lowercase();
             for (id, text) in items {
                 if !needle.is_empty() && !format!("{id} {text}").to_lowercase().contains(&needle) {
                     continue;
                 }
-                if ui.selectable_label(current == Some(id), &text).clicked() {
+                let first = enter && picked.is_none();
+                if ui.selectable_label(current == Some(id), &text).clicked() || first {
                     picked = Some(id.to_string());
                 }
             }
+            if picked.is_some() {
+                ui.close();
+            }
         });
+    if shown.inner.is_none() {
+        // Closed: the next opening focuses the search again.
+        ui.data_mut(|d| d.remove::<bool>(focused_once));
+    }
     picked
 }
 
@@ -66,6 +86,11 @@ pub fn count_slider(
 }
 
 /// `count_slider` moving in steps of `step` from the start of `range` (image sides, frames).
+///
+/// A typed value is taken when the field is left or Enter is pressed, not at each keystroke:
+/// egui's default (`update_while_editing(true)`) applied "5" of "512" at once, clamped it to the
+/// range, and when the workload then resolved to another value the stale text came back with the
+/// cursor in the middle, so "512" became "112024" (issue 22).
 pub fn stepped_slider(
     ui: &mut Ui,
     label: &str,
@@ -79,6 +104,7 @@ pub fn stepped_slider(
         Slider::new(&mut v, range)
             .step_by(f64::from(step.max(1)))
             .logarithmic(logarithmic)
+            .update_while_editing(false)
             .text(label),
     )
     .changed()
@@ -94,6 +120,7 @@ pub fn gib_slider(ui: &mut Ui, label: &str, bytes: u64, max_gib: f64) -> Option<
         Slider::new(&mut v, 0.0..=max_gib)
             .custom_formatter(|v, _| format!("{v:.2}"))
             .suffix(" GiB")
+            .update_while_editing(false)
             .text(label),
     )
     .changed()

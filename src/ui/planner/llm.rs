@@ -2,11 +2,12 @@
 //! with the largest batch and longest sequence that fit.
 
 use crate::catalog::Catalog;
+use crate::memory::arch::ModelArch;
 use crate::memory::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
-use crate::memory::workload::ModelSection;
+use crate::memory::workload::{ModelSection, RunSection};
 use crate::memory::{
-    Attention, Checkpointing, Engine, LoraTargets, Method, Offload, Optimizer, Precision, Run,
-    Task, WorkloadFile,
+    Attention, Checkpointing, Engine, LoraTargets, Loss, Method, Offload, Optimizer, Precision,
+    Run, Task, WorkloadFile,
 };
 use crate::plan::Plan;
 use crate::ui::i18n::{tr, tr_template, trf};
@@ -22,7 +23,7 @@ pub fn inputs_ui(
     ui: &mut Ui,
     w: &mut WorkloadFile,
     r: &Run,
-    max_context: Option<u32>,
+    arch: Option<&ModelArch>,
     filter: &mut String,
     cap_gib: f64,
 ) {
@@ -73,7 +74,10 @@ pub fn inputs_ui(
     if let Some(v) = count_slider(ui, tr("Batch size"), r.batch, 1..=512, true) {
         f.batch = Some(v);
     }
-    let max_seq = max_context.unwrap_or(SEQ_MAX_FALLBACK).max(16);
+    let max_seq = arch
+        .and_then(|a| a.max_context)
+        .unwrap_or(SEQ_MAX_FALLBACK)
+        .max(16);
     if let Some(v) = count_slider(
         ui,
         tr("Sequence length"),
@@ -82,6 +86,23 @@ pub fn inputs_ui(
         true,
     ) {
         f.seq = Some(v);
+        // A prompt longer than the new sequence is cut with it (it then follows the sequence
+        // again), so no hidden field can refuse the length the user chose.
+        if f.prompt.is_some_and(|p| p >= v) {
+            f.prompt = None;
+        }
+    }
+    if r.task == Task::Inference
+        && let Some(v) = count_slider(
+            ui,
+            tr("Prompt length"),
+            r.prompt.min(r.seq),
+            1..=r.seq.max(1),
+            true,
+        )
+    {
+        // The whole sequence is the default: written only when set apart from it.
+        f.prompt = (v != i64::from(r.seq)).then_some(v);
     }
     // `KvDtype` has no Display: show the first accepted spelling that parses back to it.
     let kv_name = KV_NAMES
@@ -104,6 +125,12 @@ pub fn inputs_ui(
             f.gpu_memory_utilization = Some(u);
         }
     }
+    if r.engine == Engine::LlamaCpp
+        && r.task == Task::Inference
+        && let Some(a) = arch
+    {
+        llama_split_ui(ui, f, r, a.layers, a.moe.is_some());
+    }
     if let Some(v) = other_programs(ui, r.other_processes_bytes, cap_gib) {
         f.other_processes_gib = Some(v);
     }
@@ -121,6 +148,9 @@ pub fn inputs_ui(
         }
         if let Some(v) = pick(ui, tr("Checkpointing"), Checkpointing::ALL, r.checkpointing) {
             f.checkpointing = Some(v);
+        }
+        if let Some(v) = pick(ui, tr("Loss"), Loss::ALL, r.loss) {
+            f.loss = Some(v);
         }
         if r.method != Method::Full {
             if let Some(v) = count_slider(ui, tr("LoRA rank"), r.lora_rank, 1..=512, true) {
@@ -140,6 +170,29 @@ pub fn inputs_ui(
         if let Some(v) = pick(ui, tr("Offload"), Offload::ALL, r.offload) {
             f.offload = Some(v);
         }
+    }
+}
+
+/// llama.cpp's split of the model between GPU and system RAM (`-ngl`, `--n-cpu-moe`), the
+/// knobs of a plan that keeps the weights by offloading layers. `layers` is the model's count;
+/// the output head is the last "layer" of `-ngl` (`plan::fit`), so all of them is `layers + 1`.
+fn llama_split_ui(ui: &mut Ui, f: &mut RunSection, r: &Run, layers: u32, moe: bool) {
+    let total = layers + 1;
+    let on_gpu = r.gpu_layers.unwrap_or(total).min(total);
+    if let Some(v) = count_slider(ui, tr("GPU layers (-ngl)"), on_gpu, 0..=total, false) {
+        // Every layer is llama.cpp's own default: left unset, so the planner may choose.
+        f.gpu_layers = (v != i64::from(total)).then_some(v);
+    }
+    if moe
+        && let Some(v) = count_slider(
+            ui,
+            tr("Layers with experts in system RAM (--n-cpu-moe)"),
+            r.cpu_moe_layers.min(layers),
+            0..=layers,
+            false,
+        )
+    {
+        f.cpu_moe_layers = (v != 0).then_some(v);
     }
 }
 

@@ -18,6 +18,7 @@ use super::files::Dialogs;
 use super::i18n::tr;
 use crate::catalog::Catalog;
 use crate::memory::any::{AnyWorkload, resolve_any};
+use crate::memory::arch::ModelArch;
 use crate::memory::diffusion::DiffusionWorkload;
 use crate::memory::game::GameRun;
 use crate::memory::workload::GpuTarget;
@@ -71,7 +72,8 @@ pub struct PlannerView {
 #[derive(Default)]
 struct Shown {
     llm: Run,
-    max_seq: Option<u32>,
+    /// The LLM's architecture: its trained context bounds the sequence, its layers the split.
+    llm_model: Option<ModelArch>,
     diffusion: Option<DiffusionWorkload>,
     game: GameRun,
     capacity_bytes: u64,
@@ -175,7 +177,7 @@ impl PlannerView {
             match &est.source.0 {
                 AnyWorkload::Llm(l) => {
                     s.llm = l.run.clone();
-                    s.max_seq = l.model.max_context;
+                    s.llm_model = Some(l.model.clone());
                 }
                 AnyWorkload::Diffusion(d) => s.diffusion = Some(d.clone()),
                 AnyWorkload::Game(g) => s.game = g.run.clone(),
@@ -247,7 +249,7 @@ impl PlannerView {
         let cap_gib = crate::units::gib(self.shown.capacity_bytes.max(1 << 30));
         let (w, s, filter) = (&mut self.workload, &self.shown, &mut self.model_filter);
         match Family::of(w.run.task) {
-            Family::Llm => llm::inputs_ui(ui, w, &s.llm, s.max_seq, filter, cap_gib),
+            Family::Llm => llm::inputs_ui(ui, w, &s.llm, s.llm_model.as_ref(), filter, cap_gib),
             Family::Diffusion => diffusion::inputs_ui(ui, w, s.diffusion.as_ref(), filter, cap_gib),
             Family::Game => game::inputs_ui(ui, w, &s.game, filter, cap_gib),
         }

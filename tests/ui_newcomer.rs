@@ -1,0 +1,287 @@
+//! The app as a newcomer meets it (issue 22): the paths a first-time user takes with mouse and
+//! keyboard, by accessible labels, rather than the paths the views were designed around.
+
+use egui::accesskit::Role;
+use egui::{Key, Modifiers};
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT, Queryable};
+use std::collections::BTreeSet;
+use vram_doctor::memory::WorkloadFile;
+use vram_doctor::plan::{PlanResult, Strategy};
+use vram_doctor::ui::doctor::DoctorView;
+use vram_doctor::ui::{Tab, VramDoctorApp};
+
+#[path = "common/app.rs"]
+mod common_app;
+use common_app::app;
+
+type App = Harness<'static, VramDoctorApp>;
+
+/// The planner of a fresh app on the workload `toml`.
+fn planner_on(toml: &str) -> App {
+    let mut h = app(Some(Tab::Planner));
+    h.state_mut().state.planner.workload = WorkloadFile::parse(toml, "test.toml").unwrap();
+    h.run();
+    h
+}
+
+fn result(h: &mut App) -> PlanResult {
+    h.state_mut()
+        .state
+        .planner
+        .plan_result()
+        .expect("the workload resolves")
+        .1
+}
+
+/// Types `text` one key per frame, as a person does (each keystroke is its own frame).
+fn type_slowly(h: &mut App, text: &str) {
+    for c in text.chars() {
+        h.event(egui::Event::Text(c.to_string()));
+        h.run();
+    }
+}
+
+const LLAMA_8B_3060: &str =
+    "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 1024\n";
+
+#[test]
+fn a_typed_sequence_length_is_taken_whole() {
+    let mut h = planner_on(LLAMA_8B_3060);
+    h.get_by_role_and_label(Role::SpinButton, "Sequence length")
+        .click();
+    h.run();
+    type_slowly(&mut h, "512");
+    h.key_press(Key::Enter);
+    h.run();
+    assert_eq!(h.state().state.planner.workload.run.seq, Some(512));
+    h.get_by_role_and_label(Role::Slider, "Sequence length");
+}
+
+/// A plan that shortens the context used to write `run.prompt`, which no control showed and
+/// which then refused every shorter sequence ("run.prompt = 1024 is out of range").
+#[test]
+fn applying_a_shorter_context_leaves_no_hidden_lock() {
+    let mut h = planner_on(
+        "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 131072\n",
+    );
+    let plan = result(&mut h).plan;
+    assert!(
+        plan.changes
+            .iter()
+            .any(|s| matches!(s, Strategy::Context { .. })),
+        "this workload needs a shorter context: {:?}",
+        plan.changes
+    );
+    h.get_by_label("Apply plan").click();
+    h.run();
+    assert_eq!(h.state().state.planner.workload.run.prompt, None);
+    for seq in [600.0, 300.0] {
+        h.get_by_role_and_label(Role::Slider, "Sequence length")
+            .set_value_accesskit(seq);
+        h.run();
+        assert!(
+            h.query_by_label("Cannot estimate this workload").is_none(),
+            "sequence {seq} refused"
+        );
+        assert_eq!(h.state().state.planner.workload.run.seq, Some(seq as i64));
+    }
+}
+
+/// A lock saved by an older version (or written by hand) is shown and lifted by the controls.
+#[test]
+fn a_saved_prompt_longer_than_the_new_sequence_is_cut_with_it() {
+    let mut h = planner_on(
+        "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 4096\nprompt = 1024\n",
+    );
+    let prompt = h.get_by_role_and_label(Role::Slider, "Prompt length");
+    assert_eq!(prompt.accesskit_node().numeric_value(), Some(1024.0));
+    h.get_by_role_and_label(Role::Slider, "Sequence length")
+        .set_value_accesskit(600.0);
+    h.run();
+    assert!(h.query_by_label("Cannot estimate this workload").is_none());
+    let run = &h.state().state.planner.workload.run;
+    assert_eq!((run.seq, run.prompt), (Some(600), None));
+}
+
+/// The control that sets what a strategy changes, by its accessible label and role.
+fn control(s: &Strategy) -> &'static [(Role, &'static str)] {
+    match s {
+        Strategy::Weights { .. } => &[(Role::ComboBox, "Weights")],
+        Strategy::KvCache { .. } => &[(Role::ComboBox, "KV cache")],
+        Strategy::FlashAttention => &[(Role::ComboBox, "Attention")],
+        Strategy::Checkpointing { .. } => &[(Role::ComboBox, "Checkpointing")],
+        Strategy::MicroBatch { .. } => &[
+            (Role::Slider, "Batch size"),
+            (Role::Slider, "Gradient accumulation"),
+        ],
+        Strategy::Batch { .. } => &[(Role::Slider, "Batch size")],
+        Strategy::Method { .. } => &[(Role::ComboBox, "Method")],
+        Strategy::PureBf16 => &[(Role::ComboBox, "Precision")],
+        Strategy::Optimizer8bit => &[(Role::ComboBox, "Optimizer")],
+        Strategy::Zero { .. } => &[(Role::Slider, "ZeRO stage")],
+        Strategy::Offload { .. } => &[(Role::ComboBox, "Offload")],
+        Strategy::Context { .. } => &[(Role::Slider, "Sequence length")],
+        Strategy::ChunkedLoss => &[(Role::ComboBox, "Loss")],
+        Strategy::Split {
+            cpu_moe_layers: 0, ..
+        } => &[(Role::Slider, "GPU layers (-ngl)")],
+        Strategy::Split { .. } => &[
+            (Role::Slider, "GPU layers (-ngl)"),
+            (
+                Role::Slider,
+                "Layers with experts in system RAM (--n-cpu-moe)",
+            ),
+        ],
+    }
+}
+
+/// The strategy's `kind` as `plan --json` spells it.
+fn kind(s: &Strategy) -> String {
+    serde_json::to_value(s).unwrap()["kind"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Workloads whose plans, together, recommend every LLM strategy there is.
+const LLM_PLANS: &[&str] = &[
+    // weights + context
+    "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 131072\n",
+    // kv cache + flash attention + a GPU/CPU split
+    "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"qwen2.5-14b\"\n[run]\nengine = \"llama.cpp\"\nweights = \"q4_k_m\"\nseq = 16384\n",
+    // a split that moves MoE experts
+    "[gpu]\npreset = \"rtx-4060-ti-16gb\"\n[model]\npreset = \"qwen3-30b-a3b\"\n[run]\nengine = \"llama.cpp\"\nweights = \"q4_k_m\"\nseq = 16384\n",
+    // method + checkpointing + chunked loss + context
+    "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\n",
+    // micro-batch
+    "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\nbatch = 8\n",
+    // 8-bit optimizer
+    "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\nbatch = 16\nseq = 8192\n",
+    // pure bf16 + ZeRO
+    "[gpu]\npreset = \"rtx-4090\"\ncount = 4\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nbatch = 4\nseq = 2048\n",
+    // a smaller batch
+    "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbatch = 128\nseq = 600\nweights = \"nf4\"\nattention = \"flash\"\n",
+    // optimizer offload
+    "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nseq = 512\nmethod = \"full\"\ncheckpointing = \"full\"\nloss = \"chunked\"\nprecision = \"bf16\"\noptimizer = \"adamw-8bit\"\n",
+];
+
+/// Every strategy a plan recommends has a control, and one press of "Apply plan" reaches the
+/// peak the plan promised, with nothing left to apply (issue 22: chunked cross-entropy had no
+/// control and was never written back, so the plan never finished).
+#[test]
+fn every_recommended_strategy_has_a_control_and_apply_reaches_the_promised_peak() {
+    let mut seen = BTreeSet::new();
+    for toml in LLM_PLANS {
+        let mut h = planner_on(toml);
+        let promised = result(&mut h).plan;
+        assert!(!promised.changes.is_empty(), "{toml}: no plan to apply");
+        for s in &promised.changes {
+            seen.insert(kind(s));
+            for (role, label) in control(s) {
+                assert!(
+                    h.query_by_role_and_label(*role, label).is_some(),
+                    "{toml}: no control '{label}' for {s:?}"
+                );
+            }
+        }
+        h.get_by_label("Apply plan").click();
+        h.run();
+        let after = result(&mut h);
+        assert_eq!(
+            after.peak.process_bytes, promised.process_bytes,
+            "{toml}: the applied plan's peak is not the promised one"
+        );
+        assert!(
+            after.plan.changes.is_empty(),
+            "{toml}: still recommends {:?} after applying",
+            after.plan.changes
+        );
+        assert!(h.query_by_label("Apply plan").is_none(), "{toml}");
+    }
+    let every = [
+        "weights",
+        "kv_cache",
+        "flash_attention",
+        "checkpointing",
+        "micro_batch",
+        "batch",
+        "method",
+        "pure_bf16",
+        "optimizer8bit",
+        "zero",
+        "offload",
+        "context",
+        "chunked_loss",
+        "split",
+    ];
+    let missing: Vec<_> = every.iter().filter(|k| !seen.contains(**k)).collect();
+    assert!(
+        missing.is_empty(),
+        "no workload here recommends {missing:?}"
+    );
+}
+
+/// The GPU list opens with its search focused: typing filters at once and Enter takes the first
+/// match; a click into the search keeps the list open.
+#[test]
+fn the_gpu_search_has_the_keyboard_when_the_list_opens() {
+    let mut h = app(Some(Tab::Planner));
+    h.run();
+    h.get_by_role_and_label(Role::ComboBox, "GPU").click();
+    h.run();
+    let search = h.get_by_role(Role::TextInput);
+    assert!(search.is_focused(), "the search has the keyboard");
+    search.click();
+    h.run();
+    assert!(
+        h.query_by_role(Role::TextInput).is_some(),
+        "a click into the search keeps the list open"
+    );
+    type_slowly(&mut h, "3060");
+    assert!(
+        h.query_by_label_contains("RTX 4080").is_none(),
+        "the list is filtered"
+    );
+    h.get_all_by_label_contains("3060").next().unwrap();
+    h.key_press(Key::Enter);
+    h.run();
+    let preset = h.state().state.planner.workload.gpu.preset.clone();
+    assert!(
+        preset.as_deref().is_some_and(|p| p.contains("3060")),
+        "{preset:?}"
+    );
+    assert!(
+        h.query_by_role(Role::TextInput).is_none(),
+        "the list closed"
+    );
+}
+
+const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. \
+GPU 0 has a total capacity of 11.76 GiB of which 1.05 GiB is free.";
+
+/// The message box gives the keyboard back: Tab leaves it, Ctrl+Enter reads the message.
+#[test]
+fn the_message_box_reads_with_ctrl_enter_and_tab_leaves_it() {
+    let mut h = Harness::builder()
+        .with_size([1200.0, 900.0])
+        .with_context_setup(vram_doctor::ui::install_fonts)
+        .build_ui_state(|ui, v: &mut DoctorView| v.ui(ui), DoctorView::default());
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
+    h.run();
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Enter);
+    h.run();
+    assert!(h.state().wizard.is_some(), "Ctrl+Enter read the message");
+    h.get_by_label_contains("Recognised:");
+    assert!(!h.state().message.contains('\n'));
+
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run();
+    h.key_press(Key::Tab);
+    h.run();
+    assert!(!h.get_by_role(Role::MultilineTextInput).is_focused());
+    assert!(!h.state().message.contains('\t'), "Tab did not indent");
+}
