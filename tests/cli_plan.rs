@@ -72,7 +72,13 @@ fn flags_alone_plan_a_qlora_run_and_print_a_table() {
         out.contains("Model weights") && out.contains("LoRA adapters"),
         "{out}"
     );
-    assert!(out.contains("FITS") || out.contains("DOES NOT FIT"));
+    assert!(
+        out.lines()
+            .filter(|l| l.starts_with("Fits") || l.starts_with("Does not fit"))
+            .count()
+            == 1,
+        "one verdict line: {out}"
+    );
     assert!(out.contains("Why:"));
 }
 

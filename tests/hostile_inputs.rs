@@ -450,7 +450,11 @@ fn no_forgery(text: &str) {
     );
     let fits = text
         .lines()
-        .filter(|l| l.starts_with("FITS") || l.starts_with("DOES NOT FIT"))
+        .filter(|l| {
+            ["FITS", "Fits", "DOES NOT FIT", "Does not fit"]
+                .iter()
+                .any(|v| l.starts_with(v))
+        })
         .count();
     assert!(fits <= 1, "a forged verdict line: {text}");
 }

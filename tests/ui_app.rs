@@ -235,7 +235,7 @@ fn the_top_bar_gpu_picker_searches_the_catalog() {
     let gpu = &h.state().state.planner.workload.gpu;
     assert_eq!(gpu.preset.as_deref(), Some("rtx-3060-12gb"));
     assert_eq!(gpu.vram_gib, None);
-    h.get_by_label_contains("of 12.00 GiB, ");
+    h.get_all_by_label_contains("of 12.00 GiB").next().unwrap();
 }
 
 /// A machine whose only card is the demo source's (23.99 GiB, a name the catalog lacks).

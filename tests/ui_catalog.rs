@@ -94,7 +94,8 @@ fn add_edit_plan_and_delete_a_gpu() {
     h.run();
     assert_eq!(h.state().state.tab, Tab::Planner);
     assert_eq!(h.state().state.planner.workload.gpu.vram_gib, Some(20.0));
-    h.get_by_label_contains("of 20.00 GiB, ");
+    h.get_by_label_contains("to spare: needs");
+    h.get_all_by_label_contains("of 20.00 GiB").next().unwrap();
 
     click(&mut h, "Catalog");
     click(&mut h, "Delete");
@@ -143,7 +144,7 @@ fn a_copied_model_is_checked_saved_and_planned() {
     assert_eq!(planner.workload.model.preset, None);
     assert_eq!(planner.workload.model.layers, Some(32));
     // The planner estimates with it as it would with the built-in it was copied from.
-    h.get_by_label_contains("Fits: needs");
+    h.get_by_label_contains("Fits with");
 }
 
 #[test]

@@ -285,3 +285,74 @@ fn the_message_box_reads_with_ctrl_enter_and_tab_leaves_it() {
     assert!(!h.get_by_role(Role::MultilineTextInput).is_focused());
     assert!(!h.state().message.contains('\t'), "Tab did not indent");
 }
+
+/// The headline verdict, as the planner shows it.
+fn headline(h: &App) -> String {
+    let starts = ["Fits with ", "Fits only by streaming ", "Does not fit, "];
+    let labels: Vec<String> = starts
+        .iter()
+        .flat_map(|s| h.query_all_by_label_contains(s))
+        // A label's text is its accesskit value.
+        .filter_map(|n| n.accesskit_node().value())
+        .filter(|l| starts.iter().any(|s| l.starts_with(s)))
+        .collect();
+    assert_eq!(labels.len(), 1, "one verdict: {labels:?}");
+    labels[0].clone()
+}
+
+/// One verdict in the words a beginner reads the same way, never "fits" with nothing to spare,
+/// and never at odds with the largest batch and sequence that fit (issue 22 item 2).
+#[test]
+fn the_verdict_is_one_of_three_and_agrees_with_the_limits() {
+    let mut h = planner_on(
+        "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 4096\n",
+    );
+    assert!(headline(&h).starts_with("Fits with "), "{}", headline(&h));
+    // The same run on a card it fills to 98 %: inside the safety margin is not "fits".
+    let r = result(&mut h);
+    let tight_gib = r.verdict.need_bytes as f64 / 0.98 / (1u64 << 30) as f64;
+    h.state_mut().state.planner.workload.gpu.vram_gib = Some((tight_gib * 100.0).round() / 100.0);
+    h.run();
+    let v = headline(&h);
+    assert!(v.starts_with("Does not fit, "), "{v}");
+    let r = result(&mut h);
+    assert!(!r.fits && r.verdict.short_bytes() > 0);
+    let run = &h.state().state.planner.workload.run;
+    let (batch, seq) = (run.batch.unwrap_or(1), run.seq.unwrap());
+    assert!(
+        r.plan.max_batch.is_none_or(|b| i64::from(b) < batch)
+            || r.plan.max_seq.is_none_or(|s| i64::from(s) < seq),
+        "a verdict of 'does not fit' with limits above the run: {:?} {:?}",
+        r.plan.max_batch,
+        r.plan.max_seq
+    );
+    h.get_by_label("Apply plan");
+}
+
+/// ComfyUI's cache and partial loading fill the card: what it would use is shown apart from
+/// what the run needs, and the need is the same on every card.
+#[test]
+fn comfyui_needs_the_same_on_every_card_and_streams_when_short() {
+    let comfy = |gib: u32, model: &str| {
+        format!(
+            "[gpu]\nvram_gib = {gib}\n[model]\npreset = \"{model}\"\n[run]\ntask = \"diffusion\"\nengine = \"comfyui\"\n"
+        )
+    };
+    let mut needs = Vec::new();
+    for gib in [16, 24, 48] {
+        let mut h = planner_on(&comfy(gib, "sdxl"));
+        assert!(headline(&h).starts_with("Fits with "), "{}", headline(&h));
+        let v = result(&mut h).verdict;
+        needs.push(v.need_bytes);
+        if v.use_bytes != v.need_bytes {
+            h.get_by_label_contains("The engine would use");
+        }
+    }
+    assert!(needs.windows(2).all(|n| n[0] == n[1]), "{needs:?}");
+
+    let mut h = planner_on(&comfy(12, "flux-dev"));
+    let v = headline(&h);
+    assert!(v.starts_with("Fits only by streaming "), "{v}");
+    assert!(v.contains("slower"), "{v}");
+    assert!(result(&mut h).fits);
+}

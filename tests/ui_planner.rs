@@ -54,15 +54,15 @@ fn choose(h: &mut Harness<'static, PlannerView>, combo: &str, option: &str) {
 fn raising_the_batch_turns_the_verdict() {
     let mut h = harness(view(PathBuf::from("unused.toml")));
     h.run();
-    h.get_by_label_contains("Fits: needs");
+    h.get_by_label_contains("Fits with");
     assert!(h.query_by_label_contains("Does not fit").is_none());
 
     h.get_by_role_and_label(Role::Slider, "Batch size")
         .set_value_accesskit(512.0);
     h.run();
     assert_eq!(h.state().workload.run.batch, Some(512));
-    h.get_by_label_contains("Does not fit: needs");
-    assert!(h.query_by_label_contains("Fits: needs").is_none());
+    h.get_by_label_contains("Does not fit,");
+    assert!(h.query_by_label_contains("Fits with").is_none());
 }
 
 #[test]
@@ -119,7 +119,7 @@ fn a_malformed_file_is_reported_and_the_workload_kept() {
     h.run();
     h.get_by_label_contains("broken.toml: line 1");
     assert_eq!(h.state().workload, before);
-    h.get_by_label_contains("Fits: needs");
+    h.get_by_label_contains("Fits with");
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn an_invalid_combination_says_why_instead_of_a_verdict() {
     let mut h = harness(v);
     h.run();
     h.get_by_label_contains("max_context");
-    assert!(h.query_by_label_contains("Fits: needs").is_none());
+    assert!(h.query_by_label_contains("Fits with").is_none());
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn applying_the_recommended_plan_makes_it_fit() {
     h.get_by_label_contains("Largest batch that fits: none fits");
     h.get_by_label("Apply plan").click();
     h.run();
-    h.get_by_label_contains("Fits: needs");
+    h.get_by_label_contains("Fits with");
     assert!(
         h.query_by_label("Apply plan").is_none(),
         "nothing left to apply"
@@ -174,7 +174,7 @@ fn a_model_file_replaces_the_preset() {
     );
     assert_eq!(h.state().workload.model.preset, None);
     h.get_by_label_contains("Per GPU on");
-    h.get_by_label_contains("Fits: needs");
+    h.get_by_label_contains("Fits with");
 }
 
 #[test]
@@ -249,7 +249,7 @@ fn diffusion_resolution_turns_the_verdict_and_the_plan_applies() {
         "Stable Diffusion XL base 1.0 (1024×1024)",
     );
     assert_eq!(h.state().workload.model.preset.as_deref(), Some("sdxl"));
-    h.get_by_label_contains("Fits: needs");
+    h.get_by_label_contains("Fits with");
     h.get_by_label("Fits as is: no change needed.");
     h.get_by_label_contains("Largest size that fits: ");
 
@@ -257,14 +257,14 @@ fn diffusion_resolution_turns_the_verdict_and_the_plan_applies() {
     set_slider(&mut h, "Height", 2048.0);
     let run = &h.state().workload.run;
     assert_eq!((run.width, run.height), (Some(2048), Some(2048)));
-    h.get_by_label_contains("Does not fit: needs");
+    h.get_by_label_contains("Does not fit,");
     h.get_by_label_contains("Recommended plan: tiled VAE decode");
     assert_eq!(h.state().workload.run.vae_tiling, None);
 
     h.get_by_label("Apply plan").click();
     h.run();
     assert_eq!(h.state().workload.run.vae_tiling, Some(true));
-    h.get_by_label_contains("Fits: needs");
+    h.get_by_label_contains("Fits with");
     assert!(h.query_by_label("Apply plan").is_none());
 }
 
@@ -383,7 +383,12 @@ fn a_saved_diffusion_workload_opens_back_equal() {
     assert_eq!(h2.state().workload, h.state().workload);
     // The file's task chose the kind: the diffusion inputs are shown.
     h2.get_by_role_and_label(Role::ComboBox, "Diffusion model");
-    h2.get_by_label_contains("1536");
+    assert_eq!(
+        h2.get_by_role_and_label(Role::Slider, "Width")
+            .accesskit_node()
+            .numeric_value(),
+        Some(1536.0)
+    );
 }
 
 #[test]
@@ -427,7 +432,7 @@ fn the_gui_estimate_is_the_cli_result() {
             "{name}"
         );
         // And the verdict the tab shows is the one of that result.
-        h.get_by_label(&vram_doctor::ui::planner::verdict(&gui.breakdown()));
+        h.get_by_label(&vram_doctor::ui::planner::verdict(&gui.verdict));
         assert_eq!(
             h.state().workload,
             WorkloadFile::load(&file).unwrap(),

@@ -90,3 +90,25 @@ fn doctor_in_chinese() {
     h.run();
     snapshot(&mut h, "doctor_zh");
 }
+
+/// The planner's verdict in its three cases besides "fits" (the `planner` image): ComfyUI
+/// streaming Flux weights from system RAM on 12 GiB, and an LLM that does not fit.
+#[test]
+fn verdicts_streaming_and_short() {
+    for (name, toml) in [
+        (
+            "verdict_streams",
+            "[gpu]\nvram_gib = 12\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"comfyui\"\n",
+        ),
+        (
+            "verdict_short",
+            "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n",
+        ),
+    ] {
+        let mut h = window(Tab::Planner, Lang::English);
+        h.state_mut().state.planner.workload =
+            vram_doctor::memory::WorkloadFile::parse(toml, "t.toml").unwrap();
+        h.run();
+        snapshot(&mut h, name);
+    }
+}

@@ -471,24 +471,10 @@ pub fn render(title: &str, r: &PlanResult) -> String {
         let _ = writeln!(s, "{}", line.trim_end());
     }
     let _ = writeln!(s, "  {:<width$}  {:>10}", "GPU capacity", human(cap));
-    let need = r
-        .components
-        .iter()
-        .filter(|c| c.id == "other_processes")
-        .map(|c| c.bytes)
-        .sum::<u64>()
-        + r.peak.process_bytes;
-    let head = cap as f64 - need as f64;
     let _ = writeln!(s);
-    if r.fits {
-        let _ = writeln!(
-            s,
-            "FITS: {} free ({:.0}% of the card)",
-            human(head as u64),
-            100.0 * head / cap as f64
-        );
-    } else {
-        let _ = writeln!(s, "DOES NOT FIT: {} short", human((-head) as u64));
+    let _ = writeln!(s, "{}", r.verdict.describe());
+    if let Some((template, values)) = r.verdict.use_template() {
+        let _ = writeln!(s, "  {}", crate::plan::verdict::fill(template, &values));
     }
     for warn in &r.warnings {
         let _ = writeln!(s, "  note: {warn}");

@@ -136,15 +136,13 @@ pub fn markdown(given: &AnyWorkload, planned: &AnyWorkload, r: &PlanResult, os: 
         let _ = writeln!(s, "| **{label} | {} | {} |", human(given), human(planned));
     }
     let _ = writeln!(s, "\n## Verdict\n");
-    let _ = writeln!(
-        s,
-        "{}",
-        if r.fits {
-            "**Fits** as given."
-        } else {
-            "**Does not fit** as given."
+    let _ = writeln!(s, "{}", {
+        let mut v = format!("As given: {}.", r.verdict.describe());
+        if let Some((template, values)) = r.verdict.use_template() {
+            v += &format!(" {}.", crate::plan::verdict::fill(template, &values));
         }
-    );
+        v
+    });
     for warn in &r.warnings {
         let _ = writeln!(s, "\n> note: {warn}");
     }

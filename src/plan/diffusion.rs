@@ -9,6 +9,7 @@ use crate::memory::diffusion::residency::place;
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
 use crate::memory::dtype::WeightFormat;
 use crate::memory::options::Engine;
+use crate::plan::verdict::diffusion_fits_with_margin;
 use serde::{Deserialize, Serialize};
 
 /// One change to a diffusion run.
@@ -203,12 +204,13 @@ pub struct DiffusionPlan {
     pub why: String,
 }
 
-fn fits_fully(w: &DiffusionWorkload) -> bool {
-    fits_streaming_at_most(w, 0.0)
-}
-
-/// Fits the card while streaming no more than `streamed` bytes of weights per step.
+/// Fits whole in VRAM with the safety margin free (the verdict's rule), or, when `streamed`
+/// bytes per step may be streamed, runs streaming no more than that: a run that streams fills
+/// what ComfyUI finds free by design, so its margin is ComfyUI's own reserve.
 fn fits_streaming_at_most(w: &DiffusionWorkload, streamed: f64) -> bool {
+    if streamed <= 1.0 {
+        return diffusion_fits_with_margin(w);
+    }
     estimate(w).fits() && place(w).streamed_bytes <= streamed + 1.0
 }
 
@@ -275,8 +277,9 @@ fn max_batch(w: &DiffusionWorkload) -> u32 {
 pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
     let base_b = estimate(w);
     let capacity = w.gpu.vram_bytes;
-    let fits_as_is = fits_fully(w);
-    let runs_streaming = base_b.fits();
+    let fits_as_is = diffusion_fits_with_margin(w);
+    // Runs as given by streaming weights (not merely inside the safety margin).
+    let runs_streaming = !fits_as_is && base_b.fits() && place(w).streamed_bytes > 1.0;
     let mut best: Option<(Vec<Strategy>, DiffusionWorkload, f64, f64)> = None;
     if fits_as_is {
         best = Some((Vec::new(), w.clone(), 1.0, 0.0));
@@ -305,7 +308,8 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
                 continue;
             }
             let (t, speed, quality) = cost(w, &set);
-            let ok = estimate(&t).fits();
+            let streams = place(&t).streamed_bytes;
+            let ok = fits_streaming_at_most(&t, streams);
             if !ok {
                 continue;
             }

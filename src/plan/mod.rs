@@ -7,6 +7,7 @@ pub mod game;
 pub mod options;
 pub mod search;
 pub mod strategy;
+pub mod verdict;
 
 use crate::memory::any::AnyWorkload;
 use crate::memory::{self, Breakdown, Component, Peak, Workload};
@@ -64,7 +65,11 @@ pub fn quality_note(worst: Risk, unchanged: bool) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanResult {
     pub capacity_bytes: u64,
+    /// Whether the workload as given runs (`verdict` says how: whole in VRAM with the safety
+    /// margin, or by streaming weights from system RAM).
     pub fits: bool,
+    /// The one verdict every front end shows (`verdict::Verdict`).
+    pub verdict: verdict::Verdict,
     pub peak: Peak,
     pub components: Vec<Component>,
     pub warnings: Vec<String>,
@@ -160,11 +165,12 @@ fn plan_memory(w: &Workload) -> (Breakdown, Plan) {
     (b, p)
 }
 
-/// The JSON result from an estimate and its plan, for callers that already have both.
-pub fn result(b: Breakdown, plan: Plan) -> PlanResult {
+/// The JSON result from an estimate, its verdict and its plan.
+fn result(b: Breakdown, verdict: verdict::Verdict, plan: Plan) -> PlanResult {
     PlanResult {
         capacity_bytes: b.capacity_bytes,
-        fits: b.fits(),
+        fits: verdict.runs(),
+        verdict,
         peak: b.peak,
         warnings: b.warnings.clone(),
         components: b.components,
@@ -175,7 +181,8 @@ pub fn result(b: Breakdown, plan: Plan) -> PlanResult {
 /// The whole JSON result for an LLM workload.
 pub fn plan_result(w: &Workload) -> PlanResult {
     let (b, plan) = plan(w);
-    result(b, plan)
+    let v = verdict::of_breakdown(&b);
+    result(b, v, plan)
 }
 
 /// The JSON result for a workload of any task, in one shape.
@@ -197,7 +204,7 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 details: serde_json::to_value(&p).ok(),
                 ..Default::default()
             };
-            result(memory::any::estimate_any(w), plan)
+            result(memory::any::estimate_any(w), verdict::of_diffusion(d), plan)
         }
         AnyWorkload::Game(g) => {
             let a = game::advise(g);
@@ -233,7 +240,7 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 details: serde_json::to_value(&a).ok(),
                 ..Default::default()
             };
-            result(memory::any::estimate_any(w), plan)
+            result(memory::any::estimate_any(w), verdict::of_game(&a), plan)
         }
     }
 }

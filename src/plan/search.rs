@@ -42,9 +42,9 @@ fn cost(points: f64, speed: f64) -> f64 {
     points + 6.0 * (1.0 / speed - 1.0).max(0.0)
 }
 
-/// Whether a breakdown fits its card with the safety margin.
+/// Whether a breakdown fits its card with the safety margin (the verdict's rule).
 pub fn fits_with_margin(b: &Breakdown) -> bool {
-    (b.required_bytes() as f64) <= b.capacity_bytes as f64 * (1.0 - SAFETY_MARGIN)
+    super::verdict::of_breakdown(b).fit == super::verdict::Fit::Fits
 }
 
 /// The strategies of one combination applied in group order; `None` if one of them changes

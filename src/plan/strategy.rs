@@ -177,11 +177,7 @@ impl Strategy {
     /// One line for people.
     pub fn describe(&self) -> String {
         let (template, values) = self.template();
-        values
-            .iter()
-            .fold(template.to_string(), |s, (name, value)| {
-                s.replace(&format!("{{{name}}}"), value)
-            })
+        super::verdict::fill(template, &values)
     }
 
     /// [`Self::describe`] as a template with `{name}` placeholders and their values, so a front

@@ -2,43 +2,37 @@
 //! safety margin, the peaks as each tool reports them, and the estimator's warnings.
 
 use super::Estimate;
-use crate::memory::Breakdown;
 use crate::memory::any::AnyWorkload;
-use crate::plan::search::SAFETY_MARGIN;
+use crate::plan::verdict::{Fit, Verdict};
 use crate::ui::bar;
-use crate::ui::i18n::{tr, trf};
+use crate::ui::i18n::{tr, tr_template, trf};
 use crate::units::human;
 use egui::{RichText, Ui};
 
-/// The verdict in words: whether it fits, and by how much.
-pub fn verdict(b: &Breakdown) -> String {
-    let need = human(b.required_bytes());
-    let cap = human(b.capacity_bytes);
-    let room = b.headroom_bytes();
-    let margin = human(room.unsigned_abs().min(u128::from(u64::MAX)) as u64);
-    let args: [(&str, &dyn std::fmt::Display); 3] =
-        [("need", &need), ("cap", &cap), ("margin", &margin)];
-    if room >= 0 {
-        trf("Fits: needs {need} of {cap}, {margin} headroom", &args)
-    } else {
-        trf("Does not fit: needs {need} of {cap}, {margin} short", &args)
-    }
+/// The plan's verdict in the interface language, figures kept (`plan::verdict::Verdict`).
+pub fn verdict(v: &Verdict) -> String {
+    let (template, values) = v.template();
+    tr_template(template, &values)
 }
 
-/// The card and the verdict, large.
+/// The card and the verdict, large; what the engine would use below it when that is not
+/// what the run needs.
 pub fn verdict_ui(ui: &mut Ui, e: &Estimate) {
-    let b = &e.breakdown;
+    let v = &e.source.1.verdict;
     let gpu = &e.gpu_name;
     ui.heading(match e.source.0 {
         AnyWorkload::Llm(_) => trf("Per GPU on {gpu}", &[("gpu", gpu)]),
         _ => trf("On {gpu}", &[("gpu", gpu)]),
     });
-    let color = if b.fits() {
-        ui.visuals().widgets.active.fg_stroke.color
-    } else {
-        ui.visuals().error_fg_color
+    let color = match v.fit {
+        Fit::Fits => ui.visuals().widgets.active.fg_stroke.color,
+        Fit::Streams { .. } => ui.visuals().warn_fg_color,
+        Fit::Short => ui.visuals().error_fg_color,
     };
-    ui.label(RichText::new(verdict(b)).size(20.0).strong().color(color));
+    ui.label(RichText::new(verdict(v)).size(20.0).strong().color(color));
+    if let Some((template, values)) = v.use_template() {
+        ui.label(tr_template(template, &values));
+    }
 }
 
 /// The bar, its legend, the peaks (of the PyTorch-style tools; a game has none of those) and
@@ -50,8 +44,12 @@ pub fn details_ui(ui: &mut Ui, e: &Estimate) {
         .iter()
         .map(|c| (tr(&c.label), c.bytes))
         .collect();
-    let margin = (b.capacity_bytes as f64 * SAFETY_MARGIN) as u64;
-    bar::stacked_bar(ui, &parts, b.capacity_bytes, margin);
+    bar::stacked_bar(
+        ui,
+        &parts,
+        b.capacity_bytes,
+        e.source.1.verdict.margin_bytes,
+    );
     ui.add_space(6.0);
     bar::legend(ui, &parts);
     if !matches!(e.source.0, AnyWorkload::Game(_)) {

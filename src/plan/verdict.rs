@@ -1,0 +1,299 @@
+//! The one verdict on a workload as given, with its safety margin, that every front end reads
+//! (the GUI's headline, `plan`'s table and JSON, the report): it fits with room to spare, it
+//! runs only by streaming weights from system RAM, or it does not fit and by how much.
+//!
+//! Two figures are kept apart: what the engine would use on this card and the least it needs.
+//! They differ where the engine fills what the card has: ComfyUI keeps models loaded while they
+//! fit and loads the denoiser partially into whatever is free, and the caching allocator keeps
+//! its cache in memory nobody else asks for. "Needs" is the smallest card on which the run
+//! stays whole in VRAM (found by trying card sizes), so it does not grow with the card.
+
+use super::search::SAFETY_MARGIN;
+use crate::memory::Breakdown;
+use crate::memory::diffusion::{DiffusionWorkload, estimate, residency::place};
+use crate::units::human;
+use serde::{Deserialize, Serialize};
+
+/// Whether it fits, in the three cases a user acts on differently.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Fit {
+    /// Everything stays in VRAM with the safety margin left free.
+    Fits,
+    /// It runs, but only by reading `streamed_bytes` of weights from system RAM every step,
+    /// about `slowdown` times the time it would take on a card big enough.
+    Streams { streamed_bytes: u64, slowdown: f64 },
+    /// It does not fit with the safety margin.
+    Short,
+}
+
+/// The verdict and its figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub fit: Fit,
+    /// What the engine would hold on this card at the peak (other programs included).
+    pub use_bytes: u64,
+    /// The least the card must hold for the run to stay whole in VRAM.
+    pub need_bytes: u64,
+    pub capacity_bytes: u64,
+    /// Kept free on top of `need_bytes`: allocator fragmentation, a display, a driver update.
+    pub margin_bytes: u64,
+}
+
+impl Verdict {
+    /// Memory left beside what the run needs (negative: missing).
+    pub fn spare_bytes(&self) -> i128 {
+        i128::from(self.capacity_bytes) - i128::from(self.need_bytes)
+    }
+
+    /// How much is missing for the run to fit with the margin (0 when it does).
+    pub fn short_bytes(&self) -> u64 {
+        let short = i128::from(self.need_bytes) + i128::from(self.margin_bytes)
+            - i128::from(self.capacity_bytes);
+        short.clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// The verdict in words, as a template with `{name}` placeholders and their values, so a
+    /// front end can translate the sentence and keep the figures (the GUI's `tr_template`).
+    pub fn template(&self) -> (&'static str, Vec<(&'static str, String)>) {
+        let mut values = vec![
+            ("need", human(self.need_bytes)),
+            ("cap", human(self.capacity_bytes)),
+        ];
+        let template = match self.fit {
+            Fit::Fits => {
+                values.push(("spare", human(self.spare_bytes().max(0) as u64)));
+                "Fits with {spare} to spare: needs {need} of {cap}"
+            }
+            Fit::Streams {
+                streamed_bytes,
+                slowdown,
+            } => {
+                values.push(("streamed", human(streamed_bytes)));
+                values.push(("slowdown", format!("{slowdown:.1}")));
+                if self.need_bytes > self.capacity_bytes {
+                    "Fits only by streaming {streamed} from system RAM every step (about {slowdown}× slower): needs {need} of {cap} to stay in VRAM"
+                } else {
+                    "Fits only by streaming {streamed} from system RAM every step (about {slowdown}× slower): uses {need} of {cap}"
+                }
+            }
+            Fit::Short => {
+                values.push(("short", human(self.short_bytes())));
+                values.push(("margin", human(self.margin_bytes)));
+                if self.margin_bytes == 0 {
+                    "Does not fit, {short} short: needs {need} of {cap}"
+                } else {
+                    "Does not fit, {short} short: needs {need} of {cap} with {margin} kept free"
+                }
+            }
+        };
+        (template, values)
+    }
+
+    /// [`Self::template`] filled in, for people.
+    pub fn describe(&self) -> String {
+        let (template, values) = self.template();
+        fill(template, &values)
+    }
+
+    /// What the engine would use, when it is not what the run needs (the engine fills the
+    /// card), as a template like [`Self::template`]; `None` when the two are the same.
+    pub fn use_template(&self) -> Option<(&'static str, Vec<(&'static str, String)>)> {
+        (self.use_bytes != self.need_bytes).then(|| {
+            (
+                "The engine would use {use} of this card (its caches fill what is free); the run needs {need}",
+                vec![
+                    ("use", human(self.use_bytes)),
+                    ("need", human(self.need_bytes)),
+                ],
+            )
+        })
+    }
+
+    /// Whether it runs at all (in VRAM or by streaming).
+    pub fn runs(&self) -> bool {
+        self.fit != Fit::Short
+    }
+
+    /// The verdict from its figures: fits when the need leaves the margin free, otherwise
+    /// `streaming` (the engine's own way out, when it has one), otherwise short.
+    fn of(use_bytes: u64, need_bytes: u64, capacity_bytes: u64, streaming: Option<Fit>) -> Self {
+        let margin_bytes = margin(capacity_bytes);
+        let fits = i128::from(need_bytes) + i128::from(margin_bytes) <= i128::from(capacity_bytes);
+        Verdict {
+            fit: match streaming {
+                _ if fits => Fit::Fits,
+                Some(s) => s,
+                None => Fit::Short,
+            },
+            use_bytes,
+            need_bytes,
+            capacity_bytes,
+            margin_bytes,
+        }
+    }
+}
+
+/// `template` with each `{name}` replaced by its value.
+pub fn fill(template: &str, values: &[(&str, String)]) -> String {
+    values
+        .iter()
+        .fold(template.to_string(), |s, (name, value)| {
+            s.replace(&format!("{{{name}}}"), value)
+        })
+}
+
+/// The safety margin of a card.
+pub fn margin(capacity_bytes: u64) -> u64 {
+    (capacity_bytes as f64 * SAFETY_MARGIN) as u64
+}
+
+/// An estimate without a fill-what-is-there engine: what it uses is what it needs.
+pub fn of_breakdown(b: &Breakdown) -> Verdict {
+    Verdict::of(
+        b.required_bytes(),
+        b.required_bytes(),
+        b.capacity_bytes,
+        None,
+    )
+}
+
+/// A game against the memory the OS lets it have (the DXGI budget, which already leaves the
+/// OS its share, so no margin on top): over the budget is short.
+pub fn of_game(a: &super::game::GameAdvice) -> Verdict {
+    Verdict {
+        fit: if a.verdict == super::game::Verdict::OverBudget {
+            Fit::Short
+        } else {
+            Fit::Fits
+        },
+        use_bytes: a.use_bytes,
+        need_bytes: a.use_bytes,
+        capacity_bytes: a.budget_bytes,
+        margin_bytes: 0,
+    }
+}
+
+/// A diffusion run: ComfyUI's caching and partial loading and the allocator's cache fill the
+/// card, so the need is the smallest card that holds the run whole.
+pub fn of_diffusion(w: &DiffusionWorkload) -> Verdict {
+    let b = estimate(w);
+    let p = place(w);
+    let streaming = (b.fits() && p.streamed_bytes > 0.0).then(|| Fit::Streams {
+        streamed_bytes: p.streamed_bytes as u64,
+        slowdown: super::diffusion::streaming_slowdown(w),
+    });
+    let need = diffusion_need_bytes(w);
+    if need == u64::MAX {
+        // Streams on any card (sequential offload): what it uses is all it needs.
+        return Verdict {
+            fit: streaming.unwrap_or(Fit::Short),
+            need_bytes: b.required_bytes(),
+            ..Verdict::of(b.required_bytes(), 0, w.gpu.vram_bytes, None)
+        };
+    }
+    // Without streaming, a bigger card only adds cache: the need is at most the use (the search
+    // over card sizes rounds up to its step).
+    let need = if streaming.is_none() {
+        need.min(b.required_bytes())
+    } else {
+        need
+    };
+    Verdict::of(b.required_bytes(), need, w.gpu.vram_bytes, streaming)
+}
+
+/// Whether the run stays whole in VRAM (no weights streamed) on its card.
+fn whole_in_vram(w: &DiffusionWorkload) -> bool {
+    estimate(w).fits() && place(w).streamed_bytes <= 1.0
+}
+
+/// Whether a diffusion run stays whole in VRAM with the safety margin left free.
+pub fn diffusion_fits_with_margin(w: &DiffusionWorkload) -> bool {
+    i128::from(diffusion_need_bytes(w)) + i128::from(margin(w.gpu.vram_bytes))
+        <= i128::from(w.gpu.vram_bytes)
+}
+
+/// Card sizes are tried to this resolution.
+const NEED_STEP: u64 = 1 << 20;
+
+/// The smallest card (in `NEED_STEP`s) on which the run stays whole in VRAM, everything else as
+/// given; `u64::MAX` when not even 4 TiB would (sequential offload streams by design).
+pub fn diffusion_need_bytes(w: &DiffusionWorkload) -> u64 {
+    let on = |bytes: u64| {
+        let mut x = w.clone();
+        x.gpu.vram_bytes = bytes;
+        whole_in_vram(&x)
+    };
+    let (mut lo, mut hi) = (0u64, (4u64 << 40) / NEED_STEP);
+    if !on(hi * NEED_STEP) {
+        return u64::MAX;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if on(mid * NEED_STEP) {
+            hi = mid
+        } else {
+            lo = mid
+        }
+    }
+    hi * NEED_STEP
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::diffusion::Bus;
+    use crate::memory::options::Engine;
+    use crate::memory::workload::GpuTarget;
+    use crate::units::gib_to_bytes;
+
+    fn comfy(model: &str, gib: f64) -> DiffusionWorkload {
+        let gpu = GpuTarget::with_capacity(gib_to_bytes(gib), 1);
+        let mut w = DiffusionWorkload::for_preset(gpu, Bus::default(), model).unwrap();
+        w.run.engine = Engine::ComfyUi;
+        w
+    }
+
+    /// Issue 22: "needs 12.00 GiB on a 12 GB card, 12.67 on a 24 GB one" — the need is the
+    /// same on every card big enough, and the run fits whole on a card of exactly that size.
+    #[test]
+    fn the_need_does_not_grow_with_the_card() {
+        let needs: Vec<u64> = [16.0, 24.0, 48.0]
+            .iter()
+            .map(|g| of_diffusion(&comfy("sdxl", *g)).need_bytes)
+            .collect();
+        assert!(needs.windows(2).all(|n| n[0] == n[1]), "{needs:?}");
+        let big = of_diffusion(&comfy("sdxl", 48.0));
+        assert!(big.use_bytes > big.need_bytes, "the cache fills a big card");
+        let mut exact = comfy("sdxl", 48.0);
+        exact.gpu.vram_bytes = needs[0];
+        assert!(whole_in_vram(&exact));
+        exact.gpu.vram_bytes = needs[0] - NEED_STEP;
+        assert!(!whole_in_vram(&exact));
+    }
+
+    #[test]
+    fn a_partial_load_streams_and_says_how_much() {
+        let v = of_diffusion(&comfy("flux-dev", 12.0));
+        let Fit::Streams {
+            streamed_bytes,
+            slowdown,
+        } = v.fit
+        else {
+            panic!("{v:?}")
+        };
+        assert!(streamed_bytes > 0 && slowdown > 1.0, "{v:?}");
+        assert!(v.need_bytes > v.capacity_bytes);
+    }
+
+    /// Never "fits" with nothing to spare: inside the margin is short, by what the margin misses.
+    #[test]
+    fn inside_the_margin_is_short() {
+        let cap = gib_to_bytes(12.0);
+        let v = Verdict::of(cap - 1, cap - 1, cap, None);
+        assert_eq!(v.fit, Fit::Short);
+        assert_eq!(v.short_bytes(), margin(cap) - 1);
+        let ok = Verdict::of(cap - margin(cap), cap - margin(cap), cap, None);
+        assert_eq!((ok.fit, ok.short_bytes()), (Fit::Fits, 0));
+    }
+}
