@@ -59,3 +59,31 @@ fn skipped_rows_say_why() {
             .collect::<Vec<_>>()
     );
 }
+
+/// The speed estimates against published llama.cpp measurements
+/// (tests/data/speed-llama-cpp.jsonl, sources per row): every row within ±30%, full offload,
+/// layer splits and experts on the CPU all covered.
+#[test]
+fn speed_is_within_30_percent_of_every_published_row() {
+    let r = vram_doctor::accuracy::speed_rows::run(include_str!("data/speed-llama-cpp.jsonl"));
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert!(r.rows.len() >= 18, "rows {}", r.rows.len());
+    let kinds = r.by_kind();
+    for k in [
+        "decode, full GPU",
+        "decode, layers split",
+        "decode, experts on CPU",
+        "prefill, full GPU",
+    ] {
+        assert!(kinds.contains_key(k), "no rows of {k}: {:?}", kinds.keys());
+    }
+    let off: Vec<_> = r
+        .rows
+        .iter()
+        .filter(|x| x.rel_error() > 0.30)
+        .map(|x| (&x.id, x.measured_tokens_per_s, x.estimated_tokens_per_s))
+        .collect();
+    assert!(off.is_empty(), "rows off by more than 30%: {off:?}");
+    let all = kinds["ALL speed"];
+    assert!(all.median <= 0.15, "median {:.3}", all.median);
+}

@@ -246,6 +246,7 @@ fn readers_refuse_fifos_and_devices_unopened() {
             vec!["monitor", "--replay", path],
             vec!["monitor", "--once", "--nvml-lib", path],
             vec!["accuracy", "--reference", path],
+            vec!["accuracy", "--speed-reference", path],
             vec!["plan", "--vram-gib", "8", "--model-file", path],
             vec!["inspect", path],
         ];

@@ -9,6 +9,7 @@ mod diffusion_rows;
 mod llm_rows;
 mod measured_rows;
 mod report;
+pub mod speed_rows;
 
 pub use report::{KindStats, Report, RowResult};
 

@@ -41,6 +41,21 @@ pub struct KindStats {
     pub p90: f64,
 }
 
+impl KindStats {
+    /// Median and p90 of relative errors; `None` for no values.
+    pub fn of(mut errors: Vec<f64>) -> Option<Self> {
+        if errors.is_empty() {
+            return None;
+        }
+        errors.sort_by(f64::total_cmp);
+        Some(KindStats {
+            rows: errors.len(),
+            median: percentile(&errors, 0.5),
+            p90: percentile(&errors, 0.9),
+        })
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub rows: Vec<RowResult>,
@@ -80,35 +95,19 @@ impl Report {
         }
         groups
             .into_iter()
-            .map(|(k, mut v)| {
-                v.sort_by(f64::total_cmp);
-                let s = KindStats {
-                    rows: v.len(),
-                    median: percentile(&v, 0.5),
-                    p90: percentile(&v, 0.9),
-                };
-                (k, s)
-            })
+            .filter_map(|(k, v)| KindStats::of(v).map(|s| (k, s)))
             .collect()
     }
 
     /// Stats over several kinds together (e.g. all LLM inference kinds).
     pub fn stats_where(&self, pred: impl Fn(&str) -> bool) -> Option<KindStats> {
-        let mut v: Vec<f64> = self
-            .rows
-            .iter()
-            .filter(|r| pred(&r.kind))
-            .map(RowResult::rel_error)
-            .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        Some(KindStats {
-            rows: v.len(),
-            median: percentile(&v, 0.5),
-            p90: percentile(&v, 0.9),
-        })
+        KindStats::of(
+            self.rows
+                .iter()
+                .filter(|r| pred(&r.kind))
+                .map(RowResult::rel_error)
+                .collect(),
+        )
     }
 
     /// The printed report: per-row table, per-kind summary, skipped rows.

@@ -8,6 +8,9 @@ pub struct AccuracyArgs {
     /// Reference data (JSON Lines in the shared reference schema).
     #[arg(long, default_value = "tests/data/groundtruth-public.jsonl")]
     pub reference: PathBuf,
+    /// Published llama.cpp tokens/s measurements the speed estimates are checked against.
+    #[arg(long, default_value = SPEED_REFERENCE)]
+    pub speed_reference: PathBuf,
     /// Print every row, not only the per-kind summary.
     #[arg(long, short)]
     pub verbose: bool,
@@ -16,13 +19,21 @@ pub struct AccuracyArgs {
     pub json: bool,
 }
 
+const SPEED_REFERENCE: &str = "tests/data/speed-llama-cpp.jsonl";
+
 pub fn run(a: &AccuracyArgs) -> Result<(), String> {
     let report = crate::accuracy::run_file(&a.reference)?;
+    let speed = crate::accuracy::speed_rows::run_file(&a.speed_reference)?;
     if a.json {
         let out = serde_json::json!({
             "rows": report.rows,
             "by_kind": report.by_kind(),
             "skipped": report.skipped,
+            "speed": {
+                "rows": speed.rows,
+                "by_kind": speed.by_kind(),
+                "skipped": speed.skipped,
+            },
         });
         println!(
             "{}",
@@ -31,6 +42,8 @@ pub fn run(a: &AccuracyArgs) -> Result<(), String> {
     } else {
         println!("accuracy against {}\n", a.reference.display());
         print!("{}", report.render(a.verbose));
+        println!("\nspeed against {}\n", a.speed_reference.display());
+        print!("{}", speed.render(a.verbose));
     }
     Ok(())
 }

@@ -13,19 +13,37 @@ use crate::memory::options::{Checkpointing, Engine, Method, Offload, Task};
 use crate::memory::placement;
 use crate::memory::workload::Workload;
 
-/// Share of the card's peak bandwidth llama.cpp's CUDA decode reaches: median of
-/// decode rows in `tests/data/speed-llama-cpp.jsonl` (llama-bench tg128 on RTX 3090/4090 …).
-pub const GPU_DECODE_EFFICIENCY: f64 = 0.72;
+/// Share of the card's peak bandwidth llama.cpp's CUDA decode streams weights and KV cache at,
+/// beside the fixed cost per layer below. Fitted with [`LAYER_OVERHEAD_S`] on the full-GPU
+/// decode rows of `tests/data/speed-llama-cpp.jsonl` (RTX 4080, 4090 at 32k context, RTX 2080):
+/// the large reads of sp07 run at 85% of the 4090's 1008 GB/s.
+pub const GPU_DECODE_EFFICIENCY: f64 = 0.85;
 
-/// Share of the host RAM's theoretical bandwidth the CPU side of a llama.cpp split reads at:
-/// from the partial-offload and CPU rows of `tests/data/speed-llama-cpp.jsonl`.
-pub const HOST_DECODE_EFFICIENCY: f64 = 0.60;
+/// Fixed time per repeating layer and decoded token: one token's layer is a dozen small kernels
+/// (norms, rope, attention, the MLP matmuls; ggml-cuda replays them as a CUDA graph, which removes
+/// the CPU launch cost but not the GPU's per-kernel start and drain). It is why small models
+/// reach a lower share of bandwidth than large ones (sp11, sp14: 3-4B models at 60% on the
+/// RTX 2080). Fitted on the same rows as [`GPU_DECODE_EFFICIENCY`].
+pub const LAYER_OVERHEAD_S: f64 = 45e-6;
 
-/// Prefill throughput relative to the card's dense fp16 TFLOPS (fp32 accumulate). Above 1 on
-/// GeForce cards because llama.cpp's quantized matmul (MMQ) runs on int8 tensor cores, which
-/// GeForce runs at 4× its fp32-accumulate fp16 rate (Ada and Ampere whitepapers); from the
-/// pp512 rows of `tests/data/speed-llama-cpp.jsonl`.
-pub const PREFILL_EFFICIENCY_QUANTIZED: f64 = 1.1;
+/// The same for a MoE layer, which adds the router matmul, softmax/top-k, and the expert
+/// matmuls gathered by id (`ggml_mul_mat_id`): fitted on sp08 (Qwen3-30B-A3B Q4_0 on an RTX
+/// 4090, 162 tokens/s where its 1.8 GB of active weights would allow 480).
+pub const MOE_LAYER_OVERHEAD_S: f64 = 85e-6;
+
+/// Share of the host RAM's theoretical bandwidth the CPU side of a llama.cpp split reads at
+/// (ggml-cpu's quantized dot products; compute as much as memory on a 10-core host): fitted on
+/// the split and experts-on-CPU rows of `tests/data/speed-llama-cpp.jsonl` (sp15-sp18, one
+/// host: i9-10900X, quad-channel DDR4, 44-45% in each row).
+pub const HOST_DECODE_EFFICIENCY: f64 = 0.45;
+
+/// Prefill throughput relative to the card's dense fp16 TFLOPS (fp32 accumulate). Near 1 on
+/// GeForce cards although their fp32-accumulate fp16 rate is a quarter of their int8 rate:
+/// llama.cpp's quantized matmul (MMQ) runs on int8 tensor cores (PR 7676) but spends part of
+/// each tile unpacking the quantized blocks. Median of the pp rows of
+/// `tests/data/speed-llama-cpp.jsonl` (Q4_0 and IQ4_XS at 0.95, Q4_K_M 1.06, Q6_K and Q2_K
+/// 0.7: their blocks take more unpacking).
+pub const PREFILL_EFFICIENCY_QUANTIZED: f64 = 0.9;
 /// The same for 16-bit weights (cuBLAS fp16 GEMM).
 pub const PREFILL_EFFICIENCY_16BIT: f64 = 0.6;
 
@@ -56,6 +74,14 @@ fn forward_flops(w: &Workload, ctx: f64) -> f64 {
         + 4.0 * f64::from(a.layers) * a.q_dim() * ctx
 }
 
+/// llama.cpp's fixed time per decode step: [`LAYER_OVERHEAD_S`] per dense layer,
+/// [`MOE_LAYER_OVERHEAD_S`] per MoE layer.
+fn layer_overhead(a: &crate::memory::arch::ModelArch) -> f64 {
+    let moe = a.moe_layers();
+    let moe_n = f64::from(moe.end - moe.start);
+    (f64::from(a.layers) - moe_n) * LAYER_OVERHEAD_S + moe_n * MOE_LAYER_OVERHEAD_S
+}
+
 fn inference(w: &Workload) -> Speed {
     let r = &w.run;
     let g = &w.gpu.speed;
@@ -70,7 +96,7 @@ fn inference(w: &Workload) -> Speed {
     let batch = f64::from(r.batch.max(1));
     let gpu_bw = g.bandwidth_gbs * 1e9 * n;
     let host_bw = w.gpu.host.ram_gbps * 1e9 * HOST_DECODE_EFFICIENCY;
-    let (gpu_read, host_read, host_weights, eff) = if r.engine == Engine::LlamaCpp {
+    let (gpu_read, host_read, host_weights, eff, overhead) = if r.engine == Engine::LlamaCpp {
         let s = placement::split(w);
         // The embedding is one row per token, not a whole read.
         let host_w = s.host_weights - w.weight_bytes().host;
@@ -79,6 +105,7 @@ fn inference(w: &Workload) -> Speed {
             s.host_weights_read + s.host_kv,
             host_w.max(0.0),
             GPU_DECODE_EFFICIENCY,
+            layer_overhead(a),
         )
     } else {
         let active = a.active_params() / a.params.max(1.0);
@@ -90,7 +117,7 @@ fn inference(w: &Workload) -> Speed {
         } else {
             TRANSFORMERS_DECODE_EFFICIENCY
         };
-        (w.weight_bytes().gpu * active + kv, 0.0, 0.0, eff)
+        (w.weight_bytes().gpu * active + kv, 0.0, 0.0, eff, 0.0)
     };
     let tflops = g.fp16_tflops.map(|t| t * 1e12 * n);
     let quantized = r.weights.is_quantized() || r.weights.is_gguf();
@@ -100,7 +127,7 @@ fn inference(w: &Workload) -> Speed {
         PREFILL_EFFICIENCY_16BIT
     };
     // One decode step: memory time of both sides, or compute time at large batches.
-    let step_memory = gpu_read / (gpu_bw * eff) + host_read / host_bw;
+    let step_memory = gpu_read / (gpu_bw * eff) + host_read / host_bw + overhead;
     let step_compute = tflops.map_or(0.0, |t| {
         batch * forward_flops(w, f64::from(r.seq)) / (t * prefill_eff)
     });
@@ -132,6 +159,12 @@ fn inference(w: &Workload) -> Speed {
         100.0 * eff,
         g.bandwidth_gbs * n
     );
+    if overhead > 0.0 {
+        basis.push_str(&format!(
+            " + {:.1} ms of per-layer kernel overhead",
+            overhead * 1e3
+        ));
+    }
     if host_read > 0.0 {
         basis.push_str(&format!(
             " + {:.1} GB from system RAM at {:.0}% of {:.1} GB/s ({})",
