@@ -266,10 +266,6 @@ fn unmodelled_parts_are_refused_by_name() {
             "chunked attention",
         ),
         (r#""model_type":"mistral","ssm_state_size":128"#, "Mamba"),
-        (
-            r#""model_type":"qwen2","sliding_window":4096,"layer_types":["full_attention","sliding_attention","sliding_attention","full_attention"]"#,
-            "without a regular period",
-        ),
     ];
     for (extra, want) in cases {
         let text = format!("{{{base},{extra}}}");
@@ -292,6 +288,23 @@ fn layer_types_set_the_window_for_any_type() {
     let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
     assert_eq!(m.arch.sliding_window, Some(128));
     assert_eq!(m.arch.global_every, Some(2));
+}
+
+/// A layer_types list without a regular period (CWM: a full layer first in every four) is kept
+/// block by block: each windowed block holds at most its window, each full one every token.
+#[test]
+fn irregular_layer_types_are_kept_block_by_block() {
+    use vram_doctor::memory::kv_cache::kv_cache_bytes;
+    use vram_doctor::memory::{Engine, KvDtype};
+    let text = r#"{"model_type":"qwen2","hidden_size":64,"num_hidden_layers":4,
+        "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100,
+        "sliding_window":128,"layer_types":["full_attention","sliding_attention","sliding_attention","full_attention"]}"#;
+    let a = imp::from_bytes::hf_config(text.as_bytes()).unwrap().arch;
+    // K+V of one token in one block: 2 · kv_heads 2 · head_dim 16 = 64 elements, 2 bytes each.
+    let per_block = 128.0;
+    let kv = |tokens| kv_cache_bytes(&a, 1, tokens, KvDtype::Fp16, Engine::Transformers, 1);
+    assert_eq!(kv(100), 4.0 * 100.0 * per_block);
+    assert_eq!(kv(1000), (2.0 * 1000.0 + 2.0 * 128.0) * per_block);
 }
 
 /// Python's json module writes and reads Infinity and NaN; transformers configs can hold them.

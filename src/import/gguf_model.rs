@@ -334,6 +334,7 @@ pub fn from_header(
         moe,
         mla,
         transformers_kv_heads: None,
+        cache: None,
     };
     arch.validate().map_err(|e| format!("{origin}: {e}"))?;
     let kv_per_token: u64 = kv_l

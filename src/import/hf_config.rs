@@ -5,9 +5,9 @@
 //! `n_layer` …); per-`model_type` conventions (biases, norms, MLP shape, defaults the published
 //! files rely on) are data in `presets/hf_architectures.toml`.
 
-use super::hf_count::{self, Layout, MoeLayout, MoeSpec, Vision};
+use super::hf_count::{self, Layout, MoeLayout, MoeSpec, Norm, QkNorm, Vision};
 use super::{ImportedModel, SourceFormat};
-use crate::memory::arch::{Mla, Mlp, ModelArch, Moe};
+use crate::memory::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
 use crate::memory::dtype::WeightFormat;
 use serde::Deserialize;
 use serde_json::Value;
@@ -18,6 +18,8 @@ use std::sync::OnceLock;
 /// Real config.json files are a few KiB (a few hundred with big label maps); anything this big
 /// is not one.
 const MAX_CONFIG: u64 = 4 << 20;
+/// The dense MLP width (GPT-2 `n_inner`, ChatGLM `ffn_hidden_size`, OPT `ffn_dim`).
+const INTERMEDIATE_KEYS: [&str; 4] = ["intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"];
 /// More blocks than any model has (the deepest published decoders have a few hundred).
 const MAX_LAYERS: u32 = 100_000;
 
@@ -27,13 +29,6 @@ const MAX_LAYERS: u32 = 100_000;
 enum BiasRule {
     Fixed(bool),
     Key { key: String, default: bool },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Norm {
-    Rms,
-    Layer,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -52,11 +47,20 @@ struct Convention {
     source: String,
     norm: Norm,
     norms_per_layer: u32,
+    /// Extra norms per block when this config switch is true (HyperCLOVA X `use_post_norm`).
     #[serde(default)]
-    qk_norm: bool,
+    post_norms_key: Option<String>,
+    #[serde(default)]
+    qk_norm: QkNorm,
+    /// The config switch that turns `qk_norm` on (Cohere `use_qk_norm`); always on without one.
+    #[serde(default)]
+    qk_norm_key: Option<String>,
     qkv_bias: BiasRule,
     o_bias: BiasRule,
     mlp_bias: BiasRule,
+    /// A bias on the output head (PhiMoE `lm_head_bias`).
+    #[serde(default = "no_bias")]
+    head_bias: BiasRule,
     mlp: Mlp,
     tied_default: bool,
     #[serde(default)]
@@ -67,6 +71,14 @@ struct Convention {
     intermediate_factor: Option<u32>,
     #[serde(default)]
     moe: Option<MoeLayout>,
+    /// Width of one ungated shared expert MLP, from this config key (Granite-MoE-shared
+    /// `shared_intermediate_size`), instead of the layout's rule.
+    #[serde(default)]
+    shared_width_key: Option<String>,
+    /// The router holds a learned per-expert score bias (`e_score_correction_bias` as an
+    /// `nn.Parameter`, ERNIE 4.5; AFMoE `expert_bias`).
+    #[serde(default)]
+    router_bias: bool,
     #[serde(default)]
     mla: bool,
     sliding: Sliding,
@@ -78,6 +90,10 @@ struct Convention {
     expanded_kv_key: Option<String>,
     #[serde(default)]
     defaults: BTreeMap<String, toml::Value>,
+}
+
+fn no_bias() -> BiasRule {
+    BiasRule::Fixed(false)
 }
 
 fn conventions() -> Result<&'static BTreeMap<String, Convention>, String> {
@@ -419,7 +435,12 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
         }
     }
     if conv.moe.is_none()
-        && let Some((key, v)) = cfg.raw(&["num_experts", "n_routed_experts", "moe_num_experts"])
+        && let Some((key, v)) = cfg.raw(&[
+            "num_experts",
+            "n_routed_experts",
+            "moe_num_experts",
+            "num_local_experts",
+        ])
         && set(&v)
     {
         return Err(format!(
@@ -459,12 +480,12 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         _ => heads,
     };
     let head_dim = cfg.u32(&["head_dim"])?.unwrap_or(hidden / heads);
-    let intermediate = match (
-        cfg.u32(&["intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"])?,
-        conv.intermediate_factor,
-    ) {
+    let intermediate = match (cfg.u32(&INTERMEDIATE_KEYS)?, conv.intermediate_factor) {
         (Some(i), _) => i,
         (None, Some(f)) => hidden.saturating_mul(f),
+        // A model whose every block is MoE (Solar Open) has no dense width; the expert width
+        // stands in, and is refused below if a dense block needs it.
+        (None, None) if conv.moe.is_some() => cfg.need(&["moe_intermediate_size"])?,
         (None, None) => return Err(format!("{}: intermediate_size is missing", cfg.origin)),
     };
     let vocab = cfg.need(&["vocab_size", "padded_vocab_size"])?;
@@ -484,15 +505,24 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         }
     } else {
         conv.norms_per_layer
+    } + match &conv.post_norms_key {
+        Some(k) if cfg.bool(k).unwrap_or(false) => 2,
+        _ => 0,
     };
     let mla = if conv.mla { Some(mla(cfg)?) } else { None };
-    let moe = match conv
-        .moe
-        .or_else(|| cfg.raw(&["num_local_experts"]).map(|_| MoeLayout::Mixtral))
-    {
-        Some(l) => moe(cfg, l, layers, intermediate)?,
+    let moe = match conv.moe {
+        Some(l) => moe(cfg, conv, l, layers, intermediate)?,
         None => None,
     };
+    if cfg.raw(&INTERMEDIATE_KEYS).is_none()
+        && conv.intermediate_factor.is_none()
+        && moe.as_ref().is_none_or(|m| m.moe_layers.contains(&false))
+    {
+        return Err(format!(
+            "{}: intermediate_size (the width of the dense MLP blocks) is missing",
+            cfg.origin
+        ));
+    }
     Ok(Layout {
         layers,
         hidden,
@@ -503,15 +533,21 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         vocab,
         positions,
         tied: cfg.bool("tie_word_embeddings").unwrap_or(conv.tied_default),
-        layer_norm: conv.norm == Norm::Layer,
+        norm: conv.norm,
         norms_per_layer,
-        qk_norm: conv.qk_norm,
+        qk_norm: match &conv.qk_norm_key {
+            Some(k) if !cfg.bool(k).unwrap_or(false) => QkNorm::None,
+            _ => conv.qk_norm,
+        },
         qkv_bias: cfg.bias(&conv.qkv_bias),
         o_bias: cfg.bias(&conv.o_bias),
         mlp_bias: cfg.bias(&conv.mlp_bias),
+        head_bias: cfg.bias(&conv.head_bias),
         mlp: conv.mlp,
         moe,
         mla,
+        blocks: layer_types(cfg),
+        state_elements: 0,
     })
 }
 
@@ -527,36 +563,52 @@ fn mla(cfg: &Cfg) -> Result<Mla, String> {
 
 fn moe(
     cfg: &Cfg,
+    conv: &Convention,
     layout: MoeLayout,
     layers: u32,
     intermediate: u32,
 ) -> Result<Option<MoeSpec>, String> {
+    // Key names of the transformers configuration classes: Mixtral `num_local_experts`, Qwen-MoE
+    // `num_experts`, DeepSeek `n_routed_experts`, ERNIE 4.5 `moe_num_experts` / `moe_k`.
     let experts = cfg
-        .u32(&["num_local_experts", "num_experts", "n_routed_experts"])?
+        .u32(&[
+            "num_local_experts",
+            "num_experts",
+            "n_routed_experts",
+            "moe_num_experts",
+        ])?
         .unwrap_or(0);
     if experts == 0 {
         return Ok(None);
     }
-    let active = cfg.need(&["num_experts_per_tok"])?;
+    let active = cfg.need(&["num_experts_per_tok", "moe_k"])?;
     let expert_intermediate = match layout {
         MoeLayout::Mixtral => intermediate,
         _ => cfg.need(&["moe_intermediate_size"])?,
     };
-    let (shared_intermediate, shared_gate) = match layout {
-        MoeLayout::Mixtral => (0, false),
-        MoeLayout::Qwen => {
+    let (shared_intermediate, shared_gate) = match (&conv.shared_width_key, layout) {
+        (Some(k), _) => (cfg.u32(&[k.as_str()])?.unwrap_or(0), false),
+        (None, MoeLayout::Mixtral) => (0, false),
+        (None, MoeLayout::Qwen) => {
             let s = cfg.u32(&["shared_expert_intermediate_size"])?.unwrap_or(0);
             (s, s > 0)
         }
-        MoeLayout::Deepseek => (
-            cfg.u32(&["n_shared_experts"])?
-                .unwrap_or(0)
-                .saturating_mul(expert_intermediate),
+        (None, MoeLayout::Deepseek) => (
+            cfg.u32(&[
+                "n_shared_experts",
+                "num_shared_experts",
+                "moe_num_shared_experts",
+            ])?
+            .unwrap_or(0)
+            .saturating_mul(expert_intermediate),
             false,
         ),
     };
-    // Which blocks hold experts: Qwen-MoE `decoder_sparse_step` and `mlp_only_layers`
-    // (modeling_qwen2_moe.py), DeepSeek `first_k_dense_replace` and `moe_layer_freq`.
+    // Which blocks hold experts, by every rule the configuration classes use (a key that is
+    // absent allows every block): Qwen-MoE `mlp_only_layers` and `decoder_sparse_step`
+    // (modeling_qwen2_moe.py), DeepSeek `first_k_dense_replace` and `moe_layer_freq`, AFMoE
+    // `num_dense_layers`, ERNIE 4.5 `moe_layer_start_index` / `moe_layer_end_index` /
+    // `moe_layer_interval` (modeling_ernie4_5_moe.py `Ernie4_5_MoeDecoderLayer`).
     let mlp_only: Vec<u64> = cfg
         .raw(&["mlp_only_layers"])
         .and_then(|(_, v)| {
@@ -565,17 +617,32 @@ fn moe(
         })
         .unwrap_or_default();
     let step = cfg.u32(&["decoder_sparse_step"])?.unwrap_or(1).max(1);
-    let first_dense = cfg.u32(&["first_k_dense_replace"])?.unwrap_or(0);
+    let first_dense = cfg
+        .u32(&[
+            "first_k_dense_replace",
+            "num_dense_layers",
+            "moe_layer_start_index",
+        ])?
+        .unwrap_or(0);
     let freq = cfg.u32(&["moe_layer_freq"])?.unwrap_or(1).max(1);
+    let interval = cfg.u32(&["moe_layer_interval"])?.unwrap_or(1).max(1);
+    // ERNIE writes -1 for "to the last layer".
+    let last = match cfg.raw(&["moe_layer_end_index"]) {
+        Some((_, v)) if v.as_i64().is_some_and(|n| n < 0) => u32::MAX,
+        _ => cfg.u32(&["moe_layer_end_index"])?.unwrap_or(u32::MAX),
+    };
     let moe_layers: Vec<bool> = (0..layers)
-        .map(|l| match layout {
-            MoeLayout::Mixtral => true,
-            MoeLayout::Qwen => !mlp_only.contains(&u64::from(l)) && (l + 1) % step == 0,
-            MoeLayout::Deepseek => l >= first_dense && l % freq == 0,
+        .map(|l| {
+            !mlp_only.contains(&u64::from(l))
+                && (l + 1) % step == 0
+                && l >= first_dense
+                && l % freq == 0
+                && l <= last
+                && (l + 1) % interval == 0
         })
         .collect();
-    let router_bias =
-        layout == MoeLayout::Deepseek && cfg.str("topk_method").as_deref() == Some("noaux_tc");
+    let router_bias = conv.router_bias
+        || (layout == MoeLayout::Deepseek && cfg.str("topk_method").as_deref() == Some("noaux_tc"));
     Ok(Some(MoeSpec {
         layout,
         experts,
@@ -665,24 +732,36 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
         }
         Sliding::Flag => None,
     };
-    // layer_types, where the config lists it, says which blocks are windowed for any model type.
-    let (window, global_every) = match layer_pattern(cfg)? {
-        Some(Pattern::AllFull) => (None, None),
-        Some(p) => {
-            let w = cfg.u32(&["sliding_window"])?.ok_or_else(|| {
-                format!(
-                    "{}: layer_types lists sliding_attention layers but sliding_window is missing",
-                    cfg.origin
-                )
-            })?;
-            match p {
-                Pattern::GlobalEvery(n) => (Some(w), Some(n)),
-                _ => (Some(w), None),
+    // layer_types, where the config lists it, says which blocks are windowed for any model type;
+    // a layout without a regular period is kept block by block.
+    let (window, global_every, cache) = match &l.blocks {
+        Some(blocks) => {
+            let window = if blocks.contains(&BlockCache::Sliding) {
+                Some(cfg.u32(&["sliding_window"])?.ok_or_else(|| {
+                    format!(
+                        "{}: layer_types lists sliding_attention layers but sliding_window is missing",
+                        cfg.origin
+                    )
+                })?)
+            } else {
+                None
+            };
+            match regular_period(blocks) {
+                Some(every) if l.state_elements == 0 => (window, every, None),
+                _ => (
+                    window,
+                    None,
+                    Some(CacheLayout {
+                        blocks: blocks.clone(),
+                        state_elements: l.state_elements as f64,
+                    }),
+                ),
             }
         }
         None => (
             window,
             cfg.u32(&["sliding_window_pattern"])?.or(conv.global_every),
+            None,
         ),
     };
     let mla_head = l
@@ -722,46 +801,48 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
         transformers_kv_heads: (conv.expanded_kv_key.as_deref())
             .filter(|k| cfg.bool(k).unwrap_or(false))
             .map(|_| l.heads),
+        cache,
     };
     arch.validate()
         .map_err(|e| format!("{}: {e}", cfg.origin))?;
     Ok(arch)
 }
 
-enum Pattern {
-    AllFull,
-    AllWindowed,
-    GlobalEvery(u32),
-}
-
-/// Reads `layer_types` (["sliding_attention", …, "full_attention"]); a mix without a regular
-/// period (one full layer in every n, the last of each n) is refused rather than guessed.
-fn layer_pattern(cfg: &Cfg) -> Result<Option<Pattern>, String> {
-    let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) else {
-        return Ok(None);
-    };
-    let full: Vec<bool> = types
-        .iter()
-        .map(|t| t.as_str() == Some("full_attention"))
-        .collect();
-    if full.iter().all(|f| *f) {
-        return Ok(Some(Pattern::AllFull));
+/// The blocks of a windowed layout in the engine's regular form: `Some(None)` when every
+/// attention block is windowed (or none is), `Some(Some(n))` when one in every `n` is full and
+/// it is the last of each `n` (Gemma 2/3), `None` for any other mix.
+fn regular_period(blocks: &[BlockCache]) -> Option<Option<u32>> {
+    if blocks.contains(&BlockCache::None) {
+        return None;
     }
+    let full: Vec<bool> = blocks.iter().map(|b| *b == BlockCache::Full).collect();
     let Some(first) = full.iter().position(|f| *f) else {
-        return Ok(Some(Pattern::AllWindowed));
+        return Some(None);
     };
+    if full.iter().all(|f| *f) {
+        return Some(None);
+    }
     let n = first + 1;
-    if full
-        .iter()
+    full.iter()
         .enumerate()
         .all(|(i, f)| *f == ((i + 1) % n == 0))
-    {
-        return Ok(Some(Pattern::GlobalEvery(n as u32)));
-    }
-    Err(format!(
-        "{}: layer_types mixes sliding and full attention layers without a regular period (one full layer in every n), which this program does not model",
-        cfg.origin
-    ))
+        .then_some(Some(n as u32))
+}
+
+/// `layer_types` (["sliding_attention", …, "full_attention"]) as block caches.
+fn layer_types(cfg: &Cfg) -> Option<Vec<BlockCache>> {
+    let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) else {
+        return None;
+    };
+    Some(
+        types
+            .iter()
+            .map(|t| match t.as_str() {
+                Some("sliding_attention") => BlockCache::Sliding,
+                _ => BlockCache::Full,
+            })
+            .collect(),
+    )
 }
 
 /// The weight format a config declares: `quantization_config` first (transformers

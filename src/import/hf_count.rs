@@ -5,7 +5,7 @@
 //! Sums are u128 with saturation: hostile configs give absurd counts that `ModelArch::validate`
 //! then rejects, never an overflow.
 
-use crate::memory::arch::{Mla, Mlp};
+use crate::memory::arch::{BlockCache, Mla, Mlp};
 use serde::Deserialize;
 
 /// Expert layouts.
@@ -19,6 +19,41 @@ pub enum MoeLayout {
     Qwen,
     /// DeepSeek: routed and `n_shared_experts` shared experts of `moe_intermediate_size`.
     Deepseek,
+}
+
+/// The parameters of one normalisation layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Norm {
+    /// RMSNorm (and Cohere's bias-free LayerNorm): one weight vector.
+    Rms,
+    /// LayerNorm: weight and bias.
+    Layer,
+    /// A LayerNorm without parameters (OLMo 1: `OlmoLayerNorm`, `elementwise_affine=False`).
+    None,
+}
+
+impl Norm {
+    fn params(self, width: u128) -> u128 {
+        match self {
+            Norm::Rms => width,
+            Norm::Layer => 2 * width,
+            Norm::None => 0,
+        }
+    }
+}
+
+/// Norms on the queries and keys (weights only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum QkNorm {
+    #[default]
+    None,
+    /// One norm of `head_dim` shared by the heads (Qwen3, Gemma 3: `q_norm = RMSNorm(head_dim)`).
+    Head,
+    /// One norm over all of q and one over all of k (OLMo 2: `RMSNorm(num_heads * head_dim)` and
+    /// `RMSNorm(num_key_value_heads * head_dim)`; Cohere's per-head `LayerNorm((heads, head_dim))`).
+    Full,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -49,15 +84,20 @@ pub struct Layout {
     /// Rows of a learned position embedding (GPT-2 `wpe`), 0 for rotary models.
     pub positions: u32,
     pub tied: bool,
-    pub layer_norm: bool,
+    pub norm: Norm,
     pub norms_per_layer: u32,
-    pub qk_norm: bool,
+    pub qk_norm: QkNorm,
     pub qkv_bias: bool,
     pub o_bias: bool,
     pub mlp_bias: bool,
+    pub head_bias: bool,
     pub mlp: Mlp,
     pub moe: Option<MoeSpec>,
     pub mla: Option<Mla>,
+    /// What each block caches, where the config says it block by block.
+    pub blocks: Option<Vec<BlockCache>>,
+    /// Elements of fixed-size state per sequence (state-space and linear-attention blocks).
+    pub state_elements: u64,
 }
 
 /// A SigLIP vision tower (transformers `modeling_siglip.py` SiglipVisionTransformer).
@@ -113,7 +153,11 @@ fn attention(l: &Layout) -> u128 {
     }
     let q = n(l.heads) * n(l.head_dim);
     let kv = n(l.kv_heads) * n(l.head_dim);
-    let qk_norm = if l.qk_norm { 2 * n(l.head_dim) } else { 0 };
+    let qk_norm = match l.qk_norm {
+        QkNorm::None => 0,
+        QkNorm::Head => 2 * n(l.head_dim),
+        QkNorm::Full => q + kv,
+    };
     linear(h, q + 2 * kv, l.qkv_bias)
         .saturating_add(linear(q, h, l.o_bias))
         .saturating_add(qk_norm)
@@ -149,7 +193,7 @@ fn moe_block(l: &Layout, m: &MoeSpec) -> u128 {
 /// Parameters of the whole decoder: embeddings, blocks, final norm, head.
 pub fn count(l: &Layout) -> u64 {
     let h = n(l.hidden);
-    let norm = if l.layer_norm { 2 * h } else { h };
+    let norm = l.norm.params(h);
     let attn = attention(l);
     let dense = mlp(l, l.intermediate, l.mlp_bias);
     let moe = l.moe.as_ref().map(|m| (moe_block(l, m), &m.moe_layers));
@@ -165,7 +209,7 @@ pub fn count(l: &Layout) -> u64 {
             .saturating_add(norm * n(l.norms_per_layer));
     }
     let embed = n(l.vocab).saturating_mul(h);
-    let head = if l.tied { 0 } else { embed };
+    let head = if l.tied { 0 } else { embed } + if l.head_bias { n(l.vocab) } else { 0 };
     let positions = n(l.positions).saturating_mul(h);
     to_u64(
         blocks

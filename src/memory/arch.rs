@@ -37,6 +37,32 @@ pub struct Mla {
     pub q_lora_rank: Option<u32>,
 }
 
+/// What one block keeps between tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockCache {
+    /// Keys and values of every token (full attention).
+    Full,
+    /// Keys and values of the last `sliding_window` tokens.
+    Sliding,
+    /// No per-token cache: a state-space or linear-attention block (its fixed state is in
+    /// [`CacheLayout::state_elements`]) or an encoder block.
+    None,
+}
+
+/// The blocks' caches where they differ in a way `sliding_window` and `global_every` cannot
+/// say: an irregular `layer_types` list, hybrid attention/state-space stacks, encoders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheLayout {
+    /// One entry per block.
+    pub blocks: Vec<BlockCache>,
+    /// Elements of fixed-size state per sequence, all blocks together: the convolution and
+    /// SSM states of Mamba blocks, the recurrent state of linear-attention blocks
+    /// (transformers `cache_utils.py` `LinearAttentionLayer`: `conv_states`, `recurrent_states`).
+    #[serde(default)]
+    pub state_elements: f64,
+}
+
 /// The MLP shape: gated (SwiGLU/GeGLU: gate, up, down = 3 matrices) or plain (up, down = 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -82,6 +108,9 @@ pub struct ModelArch {
     /// self.new_decoder_architecture`), while vLLM and llama.cpp keep the grouped heads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transformers_kv_heads: Option<u32>,
+    /// Per-block caches, where the blocks are not all attention blocks of one regular pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheLayout>,
 }
 
 impl ModelArch {
@@ -242,6 +271,21 @@ impl ModelArch {
                 self.kv_heads, self.heads
             ));
         }
+        if let Some(c) = &self.cache {
+            if c.blocks.len() != self.layers as usize {
+                return Err(format!(
+                    "model.cache lists {} blocks for a model of {} layers",
+                    c.blocks.len(),
+                    self.layers
+                ));
+            }
+            if self.sliding_window.is_none() && c.blocks.contains(&BlockCache::Sliding) {
+                return Err("model.cache has sliding-window blocks but no sliding_window".into());
+            }
+            if !(c.state_elements.is_finite() && c.state_elements >= 0.0) {
+                return Err("model.cache.state_elements must be a count of at least 0".into());
+            }
+        }
         if let Some(m) = &self.moe
             && (m.active == 0 || m.active > m.experts)
         {
@@ -276,6 +320,7 @@ pub(crate) mod tests {
             moe: None,
             mla: None,
             transformers_kv_heads: None,
+            cache: None,
         }
     }
 

@@ -3,7 +3,7 @@
 use super::activations::inference_peak;
 use super::arch::ModelArch;
 use super::breakdown::{Breakdown, Layer};
-use super::kv_cache::kv_cache_bytes;
+use super::kv_cache::{kv_cache_bytes, state_bytes};
 use super::options::{Attention, Engine};
 use super::overhead;
 use super::placement;
@@ -37,7 +37,9 @@ pub fn estimate(w: &Workload) -> Breakdown {
     } else {
         r.seq
     };
-    let kv = kv_cache_bytes(a, r.batch, cached, r.kv_cache, r.engine, r.ubatch) / n;
+    let kv = (kv_cache_bytes(a, r.batch, cached, r.kv_cache, r.engine, r.ubatch)
+        + state_bytes(a, r.batch, r.engine))
+        / n;
     match r.engine {
         Engine::Vllm => vllm(&mut b, a, r, kv, n),
         _ => torch(&mut b, a, r, kv, n, wb.gpu / n),
@@ -149,7 +151,13 @@ fn llama_cpp(b: &mut Breakdown, w: &Workload, n: f64) {
     let s = placement::split(w);
     let (gpu_compute, _) = placement::compute_buffers(w, &s);
     b.add("weights", "Model weights", s.gpu_weights / n, Layer::Tensor);
-    b.add("kv_cache", "KV cache", s.gpu_kv / n, Layer::Tensor);
+    let state = state_bytes(&w.model, w.run.batch, Engine::LlamaCpp);
+    b.add(
+        "kv_cache",
+        "KV cache",
+        (s.gpu_kv + state) / n,
+        Layer::Tensor,
+    );
     b.add("activations", "Compute buffer", gpu_compute, Layer::Tensor);
     b.add(
         "cuda_context",

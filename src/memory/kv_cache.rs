@@ -3,7 +3,7 @@
 //! (llama.cpp `llama_kv_cache` constructor; vLLM `CacheEngine.get_cache_block_size`), so this is
 //! the one component an estimate can get to the byte.
 
-use super::arch::ModelArch;
+use super::arch::{BlockCache, ModelArch};
 use super::dtype::KvDtype;
 use super::options::Engine;
 
@@ -29,11 +29,16 @@ fn tokens_per_layer(
     engine: Engine,
     ubatch: u32,
 ) -> f64 {
+    let block = a.cache.as_ref().and_then(|c| c.blocks.get(layer as usize));
+    if block == Some(&BlockCache::None) {
+        return 0.0;
+    }
     let Some(w) = a.sliding_window else {
         return tokens;
     };
-    let global = match a.global_every {
-        Some(n) if n > 0 => (layer + 1).is_multiple_of(n),
+    let global = match (block, a.global_every) {
+        (Some(b), _) => *b == BlockCache::Full,
+        (None, Some(n)) if n > 0 => (layer + 1).is_multiple_of(n),
         _ => false,
     };
     if global {
@@ -74,6 +79,18 @@ pub fn kv_cache_bytes_of_layers(
     layers
         .map(|l| tokens_per_layer(a, l, tokens, f64::from(seqs), engine, ubatch) * per)
         .sum()
+}
+
+/// Bytes of the fixed-size state of `seqs` sequences (state-space and linear-attention blocks),
+/// which does not grow with the context and is not quantized with the KV cache. transformers and
+/// vLLM hold it in the model's 16-bit dtype (transformers `cache_utils.py`
+/// `LinearAttentionLayer.lazy_initialization`: the dtype of the first states); llama.cpp in
+/// f32 (`llama_model::create_memory`: `llama_memory_recurrent` with `GGML_TYPE_F32` for r and s).
+pub fn state_bytes(a: &ModelArch, seqs: u32, engine: Engine) -> f64 {
+    let per = if engine == Engine::LlamaCpp { 4.0 } else { 2.0 };
+    a.cache
+        .as_ref()
+        .map_or(0.0, |c| c.state_elements * f64::from(seqs) * per)
 }
 
 #[cfg(test)]

@@ -155,6 +155,7 @@ mod tests {
             moe: None,
             mla: None,
             transformers_kv_heads: None,
+            cache: None,
         }
     }
 

@@ -539,6 +539,7 @@ impl ModelSection {
                 moe: None,
                 mla: None,
                 transformers_kv_heads: None,
+                cache: None,
             };
             ("custom model".to_string(), arch)
         };

@@ -305,6 +305,7 @@ impl UserModel {
             moe: None,
             mla: None,
             transformers_kv_heads: None,
+            cache: None,
         }
     }
 
