@@ -20,6 +20,8 @@ struct Fixture {
     source: String,
     cause: String,
     text: String,
+    #[serde(default)]
+    carries_on: bool,
 }
 
 fn fixtures() -> Vec<Fixture> {
@@ -215,4 +217,24 @@ fn text_without_anything_gpu_related_is_not_a_gpu_error() {
         let r = read(t, kb(), None).unwrap();
         assert!(!r.recognised(), "{t}: {:?}", r.observations);
     }
+}
+
+/// `vram-doctor run` ends a watch in a diagnosis when a line of the program's output is a
+/// failure (facts.toml `failure = true`, or a GPU line raised as an error). Every message that
+/// reports a failure must open the incident, read line by line as the output passes (wrapped
+/// lines too); a warning the program carries on after (`carries_on`) must not.
+#[test]
+fn the_run_watcher_stops_at_every_failure_and_at_no_warning() {
+    let wrong: Vec<String> = fixtures()
+        .iter()
+        .filter(|f| {
+            let mut scanner = vram_doctor::watch::scan::Scanner::new(kb());
+            for (i, l) in f.text.lines().enumerate() {
+                scanner.line(l, i as u64);
+            }
+            scanner.incident().is_some() == f.carries_on
+        })
+        .map(|f| format!("{} (carries on: {})", f.id, f.carries_on))
+        .collect();
+    assert!(wrong.is_empty(), "wrongly read: {wrong:?}");
 }

@@ -305,3 +305,103 @@ fn the_tabs_can_be_reached_and_opened_with_the_keyboard() {
     h.run();
     assert_eq!(h.state().state.tab, Tab::Doctor);
 }
+
+/// Frames until `done` holds (a watched child's output and exit land on other threads), or fails.
+fn frames_until(
+    h: &mut Harness<'static, VramDoctorApp>,
+    what: &str,
+    done: impl Fn(&VramDoctorApp) -> bool,
+) {
+    for _ in 0..400 {
+        h.step();
+        if done(h.state()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("{what} did not happen within 10 s");
+}
+
+/// The monitor's "Watch a command…": a command line typed into the panel runs as a child,
+/// its output shows, and when it fails with an out-of-memory line the doctor tab opens with
+/// the failure read and the wizard started; the child is gone afterwards.
+#[test]
+fn a_watched_command_that_fails_opens_the_doctor_with_its_diagnosis() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = app(Some(Tab::Monitor));
+    h.run();
+    h.get_by_label("Watch a command…").click();
+    h.run();
+    // Starting with no command line says what to do and starts nothing.
+    h.get_by_label("Start").click();
+    h.run();
+    h.get_by_label("Type a command line first.");
+    h.get_by_label("Command line").focus();
+    h.step();
+    h.get_by_label("Command line").type_text(
+        "echo 'epoch 1'; echo $$ > pid; sleep 0.3; \
+         echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.05 GiB is free.' >&2; exit 3",
+    );
+    h.get_by_label("Working directory").focus();
+    h.step();
+    h.get_by_label("Working directory")
+        .type_text(dir.path().to_str().unwrap());
+    h.step();
+    h.get_by_label("Start").click();
+    h.step();
+    assert!(h.state().state.monitor.watch.active(), "the run started");
+    frames_until(&mut h, "the run's first output line", |a| {
+        a.state.monitor.watch.active() && dir.path().join("pid").exists()
+    });
+    frames_until(&mut h, "the doctor tab opening", |a| {
+        a.state.tab == Tab::Doctor
+    });
+    let doctor = &h.state().state.doctor;
+    assert!(
+        doctor.message.contains("Tried to allocate 2.00 GiB"),
+        "{}",
+        doctor.message
+    );
+    let w = doctor.wizard.as_ref().expect("the wizard started");
+    assert!(!w.observations.is_empty(), "the failure line was read");
+    h.run();
+    h.get_by_label_contains("From the watched run of sh -c");
+    h.get_by_label_contains("exit code 3");
+    // The shell that ran the command is gone (ended and reaped, not a zombie or orphan).
+    let pid: u32 = std::fs::read_to_string(dir.path().join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    // Back on the monitor, the panel says how the run ended.
+    h.get_by_label("Monitor").click();
+    h.run();
+    h.get_by_label_contains("failed (exit code 3");
+}
+
+/// Stop ends a watched command that would run for a minute, and a clean end opens nothing.
+#[test]
+fn stop_ends_a_watched_command_and_nothing_opens() {
+    let mut h = app(Some(Tab::Monitor));
+    h.run();
+    h.get_by_label("Watch a command…").click();
+    h.run();
+    h.get_by_label("Command line").focus();
+    h.step();
+    h.get_by_label("Command line")
+        .type_text("echo started; sleep 60");
+    h.step();
+    h.get_by_label("Start").click();
+    h.step();
+    frames_until(&mut h, "the run starting", |a| {
+        a.state.monitor.watch.active()
+    });
+    h.get_by_label("Stop").click();
+    frames_until(&mut h, "the run ending", |a| {
+        !a.state.monitor.watch.active()
+    });
+    assert_eq!(h.state().state.tab, Tab::Monitor);
+    h.run();
+    h.get_by_label_contains("ended (exit code 143");
+}

@@ -40,6 +40,10 @@ pub struct FactInfo {
     /// GPU error), rather than context such as an engine's banner or a recovered warning.
     #[serde(default)]
     pub failure: bool,
+    /// Seeing this fact means the program reported a fallback, a retry or its status and goes
+    /// on: a line with it is no failure even where it says "failed" (`error_words`).
+    #[serde(default)]
+    pub carries_on: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -159,6 +163,8 @@ struct SignaturesFile {
     gpu_words: Vec<String>,
     /// …and that make such a text an out-of-memory report.
     memory_words: Vec<String>,
+    /// Words that make a GPU-related line an error the program raised (whole words).
+    error_words: Vec<String>,
     signature: Vec<Signature>,
 }
 #[derive(Debug, Deserialize)]
@@ -244,6 +250,7 @@ pub struct Knowledge {
     /// See `SignaturesFile`; lowercase.
     pub gpu_words: Vec<String>,
     pub memory_words: Vec<String>,
+    pub error_words: Vec<String>,
     pub causes: BTreeMap<String, Cause>,
     /// Cause ids in file order: the order of preference among equally supported causes.
     pub cause_order: Vec<String>,
@@ -322,6 +329,7 @@ impl Knowledge {
             signatures: sigs.signature,
             gpu_words: sigs.gpu_words.iter().map(|w| w.to_lowercase()).collect(),
             memory_words: sigs.memory_words.iter().map(|w| w.to_lowercase()).collect(),
+            error_words: sigs.error_words.iter().map(|w| w.to_lowercase()).collect(),
             causes: cause_map,
             cause_order,
             fixes: causes.fix,
@@ -353,6 +361,12 @@ impl Knowledge {
                 return Err(format!("facts.toml: fact '{}' has no entry", f.name()));
             }
         }
+        if let Some((f, _)) = self.facts.iter().find(|(_, i)| i.failure && i.carries_on) {
+            return Err(format!(
+                "facts.toml: fact '{}' is marked both `failure` and `carries_on`",
+                f.name()
+            ));
+        }
         self.check_signatures()?;
         self.check_causes()?;
         self.check_graph()?;
@@ -362,14 +376,17 @@ impl Knowledge {
     fn check_signatures(&self) -> Result<(), String> {
         if self.gpu_words.is_empty()
             || self.memory_words.is_empty()
+            || self.error_words.is_empty()
             || self
                 .gpu_words
                 .iter()
                 .chain(&self.memory_words)
+                .chain(&self.error_words)
                 .any(|w| w.trim().is_empty())
         {
             return Err(
-                "signatures.toml: gpu_words and memory_words need non-empty words".to_string(),
+                "signatures.toml: gpu_words, memory_words and error_words need non-empty words"
+                    .to_string(),
             );
         }
         let mut ids = BTreeSet::new();

@@ -110,6 +110,11 @@ impl eframe::App for VramDoctorApp {
                 }
             }
         }
+        // A watched command that failed: its diagnosis, from whichever tab is shown.
+        if let Some(outcome) = s.monitor.watch.failed.take() {
+            s.doctor.show_run(&outcome);
+            s.tab = Tab::Doctor;
+        }
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {

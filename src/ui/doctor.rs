@@ -6,6 +6,7 @@ use crate::doctor::diagnosis::{causes_for, diagnose, evidence_line};
 use crate::doctor::knowledge::Cost;
 use crate::doctor::{Context, Diagnosis, Knowledge, View, WizardState, reading};
 use crate::ui::i18n::{lang, tr, trf};
+use crate::watch::Outcome;
 use egui::{RichText, Ui};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -71,6 +72,31 @@ impl DoctorView {
         egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| self.wizard_ui(ui, kb));
         });
+    }
+
+    /// Shows what a watched command's failure shows (the monitor's "Watch a command…"): the
+    /// lines around the failure as the message, and the wizard walked over what they and the
+    /// run's memory timeline establish.
+    pub fn show_run(&mut self, outcome: &Outcome) {
+        let kb = Knowledge::get();
+        self.message = outcome
+            .incident
+            .as_ref()
+            .map(|i| i.text.clone())
+            .unwrap_or_default();
+        match outcome.diagnose(kb, code()) {
+            Ok((state, _)) => {
+                self.wizard = Some(state);
+                self.note = Some(trf(
+                    "From the watched run of {command} (exit code {code}): its failure and its memory over time.",
+                    &[
+                        ("command", &crate::printable::printable(&outcome.command)),
+                        ("code", &outcome.exit.code),
+                    ],
+                ));
+            }
+            Err(e) => self.note = Some(e),
+        }
     }
 
     /// Says why the planner could not take a fix's fields, in the tab where it was clicked.

@@ -33,9 +33,10 @@ use evidence::Evidence;
 use process::{CommandSpec, Exit, Running};
 use scan::{Incident, Scanner};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use timeline::Timeline;
@@ -142,13 +143,27 @@ enum Msg {
     Line(String),
 }
 
-/// Copies one output stream of the child to the watcher's own, byte for byte, and sends each
-/// complete line on. A closed output of the watcher (a pipe to `head`) does not stop the
-/// copying: the child must never block on a full pipe. The thread's result: the stream ended
-/// in the middle of a line.
+/// Where the child's input and output go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Io {
+    /// The terminal's: stdin passed through, the terminal's foreground handed to the child,
+    /// stdout and stderr copied to the watcher's own, byte for byte (`vram-doctor run`).
+    Terminal,
+    /// No input; the output is read as lines and kept, the last [`KEPT_LINES`], for a window to
+    /// show (the app's "Watch a command…").
+    Captured,
+}
+
+/// Output lines a captured run keeps for display.
+pub const KEPT_LINES: usize = 500;
+
+/// Copies one output stream of the child to the watcher's own (`to`, when passing through),
+/// and sends each complete line on. A closed output of the watcher (a pipe to `head`) does not
+/// stop the copying: the child must never block on a full pipe. The thread's result: the
+/// stream ended in the middle of a line.
 fn pump<R: Read + Send + 'static, W: Write + 'static>(
     mut from: R,
-    to: fn() -> W,
+    to: Option<fn() -> W>,
     tx: SyncSender<Msg>,
 ) -> std::io::Result<JoinHandle<bool>> {
     std::thread::Builder::new()
@@ -156,7 +171,7 @@ fn pump<R: Read + Send + 'static, W: Write + 'static>(
         .spawn(move || {
             let mut buf = vec![0u8; 64 << 10];
             let mut line: Vec<u8> = Vec::new();
-            let mut out_ok = true;
+            let mut out_ok = to.is_some();
             loop {
                 let n = match from.read(&mut buf) {
                     Ok(0) => break,
@@ -164,7 +179,7 @@ fn pump<R: Read + Send + 'static, W: Write + 'static>(
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
                 };
-                if out_ok {
+                if let Some(to) = to.filter(|_| out_ok) {
                     let mut w = to();
                     out_ok = w.write_all(&buf[..n]).and_then(|()| w.flush()).is_ok();
                 }
@@ -185,137 +200,308 @@ fn pump<R: Read + Send + 'static, W: Write + 'static>(
         })
 }
 
-/// Runs `spec` to its end under watch. `Err` only when it cannot start (one line: what and why)
-/// or a recording cannot be opened; everything after the start is in the [`Outcome`].
-/// `source` is the GPU source, or why there is none (the run is then watched for its output
-/// only, and the outcome says so).
+/// Feeds GPU snapshots into a [`Watch`] from another thread (a sampler's).
+#[derive(Clone)]
+pub struct SnapshotFeed(SyncSender<Msg>);
+
+impl SnapshotFeed {
+    /// False once the watch is gone.
+    pub fn send(&self, s: Snapshot) -> bool {
+        self.0.send(Msg::Snap(s)).is_ok()
+    }
+}
+
+/// A run under watch, driven step by step by its owner: the CLI's loop, or the app's frames.
+/// Snapshots come from a [`SnapshotFeed`] or [`Watch::sample`]; output lines from the child's
+/// pipes. Dropping it ends whatever is left of the run.
+pub struct Watch {
+    running: Running,
+    readers: Vec<JoinHandle<bool>>,
+    rx: Receiver<Msg>,
+    tx: Option<SyncSender<Msg>>,
+    recorders: Vec<Recorder>,
+    record_error: Option<String>,
+    session: Session,
+    command: String,
+    source: SourceKind,
+    started: Instant,
+    exited_at: Option<Instant>,
+    stopping: bool,
+    forwarded: Vec<i32>,
+    notes: Vec<String>,
+    /// The last output lines, for [`Io::Captured`].
+    kept: Option<VecDeque<String>>,
+}
+
+impl Watch {
+    /// Starts `spec`. `Err` only when it cannot start (one line: what and why) or a recording
+    /// cannot be opened. `source` is the kind of GPU readings that will be fed (for the outcome).
+    pub fn start(
+        spec: &CommandSpec,
+        io: Io,
+        source: SourceKind,
+        opts: &Options,
+    ) -> Result<Watch, String> {
+        let kb = Knowledge::get();
+        let recorders = opts
+            .record
+            .iter()
+            .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (running, out, err) = process::spawn(spec, io)?;
+        let start_ms = now_ms();
+        let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
+        let pumps = match io {
+            Io::Terminal => [
+                pump(out, Some(std::io::stdout), tx.clone()),
+                pump(err, Some(std::io::stderr), tx.clone()),
+            ],
+            Io::Captured => [
+                pump(out, None::<fn() -> std::io::Sink>, tx.clone()),
+                pump(err, None::<fn() -> std::io::Sink>, tx.clone()),
+            ],
+        };
+        let mut readers = Vec::new();
+        for r in pumps {
+            readers.push(r.map_err(|e| format!("cannot start the output reader: {e}"))?);
+        }
+        let pid = running.pid();
+        Ok(Watch {
+            running,
+            readers,
+            rx,
+            tx: Some(tx),
+            recorders,
+            record_error: None,
+            session: Session {
+                membership: Membership::new(std::process::id(), pid),
+                timeline: Timeline::new(start_ms),
+                history: History::new(HistoryConfig {
+                    recent: 36_000,
+                    ..HistoryConfig::default()
+                }),
+                detectors: {
+                    let mut d = Detectors::default();
+                    d.focus_pid = Some(pid);
+                    d
+                },
+                alerts: Vec::new(),
+                scanner: Scanner::new(kb),
+                source_state: SourceState::Ok,
+                start_ms,
+            },
+            command: spec.display(),
+            source,
+            started: Instant::now(),
+            exited_at: None,
+            stopping: false,
+            forwarded: Vec::new(),
+            notes: Vec::new(),
+            kept: (io == Io::Captured).then(VecDeque::new),
+        })
+    }
+
+    /// A sender for snapshots from another thread.
+    pub fn feed(&self) -> Option<SnapshotFeed> {
+        self.tx.clone().map(SnapshotFeed)
+    }
+
+    /// Adds a note to the outcome (what the watcher could not do).
+    pub fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.running.pid()
+    }
+
+    /// The command line, as the user would type it.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// True when `pid` is one of the run's processes (the child or a descendant).
+    pub fn is_run(&mut self, pid: u32) -> bool {
+        self.session.membership.contains(pid)
+    }
+
+    /// The last output lines ([`Io::Captured`] only).
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.kept.iter().flatten().map(String::as_str)
+    }
+
+    /// Failure lines seen so far (an out-of-memory or GPU error passed).
+    pub fn failures(&self) -> u64 {
+        self.session.scanner.failures
+    }
+
+    /// The run's memory on its main GPU now and at its peak so far, if readings show it.
+    pub fn memory(&self) -> Option<(u64, u64)> {
+        let g = self.session.timeline.main_gpu()?;
+        Some((g.points.last()?.run, g.peak()?.run))
+    }
+
+    /// One GPU snapshot, taken by the owner's own sampler.
+    pub fn sample(&mut self, s: &Snapshot) {
+        for r in &mut self.recorders {
+            if let Err(e) = r.write(s) {
+                self.record_error.get_or_insert(e);
+            }
+        }
+        self.session.sample(s);
+    }
+
+    fn take(&mut self, m: Msg) {
+        match m {
+            Msg::Snap(s) => self.sample(&s),
+            Msg::Line(l) => {
+                self.session.line(&l);
+                if let Some(k) = &mut self.kept {
+                    if k.len() == KEPT_LINES {
+                        k.pop_front();
+                    }
+                    k.push_back(l);
+                }
+            }
+        }
+    }
+
+    /// Takes what arrived, waiting up to `wait` for the first message. True once the run is
+    /// over: the child exited and its output was read to the end (or for [`DRAIN`] after).
+    pub fn step(&mut self, wait: Duration) -> bool {
+        // Disconnected: every pipe and feed has closed (the watch's own sender goes when the
+        // child exits, or at once where a feed brings the snapshots).
+        match self.rx.recv_timeout(wait) {
+            Ok(m) => {
+                self.take(m);
+                while let Ok(m) = self.rx.try_recv() {
+                    self.take(m);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return true,
+        }
+        if self.running.poll().is_some() {
+            self.tx = None;
+            let t = *self.exited_at.get_or_insert_with(Instant::now);
+            return self.readers.iter().all(|r| r.is_finished()) || t.elapsed() >= DRAIN;
+        }
+        false
+    }
+
+    /// Forwards a signal the watcher received: the first goes to the run as it is; a second,
+    /// or one while the run is already ending, ends it at once.
+    pub fn signal(&mut self, sig: i32) {
+        if self.forwarded.is_empty() && !self.stopping {
+            self.running.signal(sig);
+        } else {
+            self.running.end_all(Duration::ZERO);
+        }
+        self.forwarded.push(sig);
+    }
+
+    /// Asks the run to end (the app's Stop): SIGTERM to all of it, without waiting; a second
+    /// call kills what is left.
+    pub fn stop(&mut self) {
+        if self.stopping {
+            self.running.end_all(Duration::ZERO);
+        } else {
+            self.running.signal(process::SIGTERM);
+        }
+        self.stopping = true;
+    }
+
+    /// Ends whatever is left of the run (up to `grace` between SIGTERM and SIGKILL) and says
+    /// what it showed.
+    pub fn finish(mut self, grace: Duration) -> Outcome {
+        // Every way out: nothing of the run stays behind, and its pipes close.
+        self.running.end_all(grace);
+        let exit = wait_exit(&mut self.running);
+        self.tx = None;
+        let open_lines: Vec<bool> = std::mem::take(&mut self.readers)
+            .into_iter()
+            .map(|r| r.join().unwrap_or(false))
+            .collect();
+        while let Ok(m) = self.rx.try_recv() {
+            if let Msg::Line(_) = m {
+                self.take(m);
+            }
+        }
+        for r in std::mem::take(&mut self.recorders) {
+            if let Err(e) = r.finish() {
+                self.record_error.get_or_insert(e);
+            }
+        }
+        if let Some(e) = self.record_error.take() {
+            self.notes.push(format!("the recording is incomplete: {e}"));
+        }
+        let took = self.started.elapsed();
+        let Watch {
+            session,
+            command,
+            source,
+            forwarded,
+            notes,
+            ..
+        } = self;
+        let mut outcome = session.finish(command, exit, forwarded, source, took);
+        outcome.notes.extend(notes);
+        outcome.stdout_open_line = open_lines.first().copied().unwrap_or(false);
+        outcome
+    }
+}
+
+/// Runs `spec` to its end under watch, its input and output the terminal's, with signals to
+/// the watcher forwarded to it. `Err` only when it cannot start (one line: what and why) or a
+/// recording cannot be opened; everything after the start is in the [`Outcome`]. `source` is
+/// the GPU source, or why there is none (the run is then watched for its output only, and the
+/// outcome says so).
 pub fn watch(
     spec: &CommandSpec,
     source: Result<Box<dyn Source>, SourceState>,
     opts: &Options,
 ) -> Result<Outcome, String> {
-    let kb = Knowledge::get();
-    let mut recorders = opts
-        .record
-        .iter()
-        .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
-        .collect::<Result<Vec<_>, _>>()?;
     process::signals::install();
-    let mut notes = Vec::new();
     let source_kind = source.as_ref().map_or(SourceKind::None, |s| s.kind());
-    let (mut running, out, err) = process::spawn(spec)?;
-    let start_ms = now_ms();
-    let started = Instant::now();
-    let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
-    let mut readers = Vec::new();
-    for r in [
-        pump(out, std::io::stdout, tx.clone()),
-        pump(err, std::io::stderr, tx.clone()),
-    ] {
-        readers.push(r.map_err(|e| format!("cannot start the output reader: {e}"))?);
-    }
+    let mut w = Watch::start(spec, Io::Terminal, source_kind, opts)?;
     let mut sampler = None;
     let mut forwarder = None;
     match source {
         Ok(source) => {
             let (s, snaps) = Sampler::start(source, opts.interval);
             sampler = Some(s);
-            let forward = tx.clone();
-            forwarder = std::thread::Builder::new()
-                .name("run-samples".into())
-                .spawn(move || {
-                    for s in snaps {
-                        if forward.send(Msg::Snap(s)).is_err() {
-                            break;
+            if let Some(feed) = w.feed() {
+                forwarder = std::thread::Builder::new()
+                    .name("run-samples".into())
+                    .spawn(move || {
+                        for s in snaps {
+                            if !feed.send(s) {
+                                break;
+                            }
                         }
-                    }
-                })
-                .ok();
+                    })
+                    .ok();
+            }
         }
-        Err(state) => notes.push(format!("no GPU readings: {}", state.message())),
+        Err(state) => w.note(format!("no GPU readings: {}", state.message())),
     }
-    drop(tx);
-
-    let mut session = Session {
-        membership: Membership::new(std::process::id(), running.pid()),
-        timeline: Timeline::new(start_ms),
-        history: History::new(HistoryConfig {
-            recent: 36_000,
-            ..HistoryConfig::default()
-        }),
-        detectors: {
-            let mut d = Detectors::default();
-            d.focus_pid = Some(running.pid());
-            d
-        },
-        alerts: Vec::new(),
-        scanner: Scanner::new(kb),
-        source_state: SourceState::Ok,
-        start_ms,
-    };
-    let mut forwarded = Vec::new();
-    let mut exited_at: Option<Instant> = None;
-    let mut record_error: Option<String> = None;
+    w.tx = None;
     loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(Msg::Snap(s)) => {
-                for r in &mut recorders {
-                    if let Err(e) = r.write(&s) {
-                        record_error.get_or_insert(e);
-                    }
-                }
-                session.sample(&s);
-            }
-            Ok(Msg::Line(l)) => session.line(&l),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
+        let over = w.step(Duration::from_millis(100));
         if let Some(sig) = process::signals::take() {
-            // A second signal, or one while the run is already ending, ends it at once.
-            if forwarded.is_empty() {
-                running.signal(sig);
-            } else {
-                running.end_all(Duration::ZERO);
-            }
-            forwarded.push(sig);
+            w.signal(sig);
         }
-        if running.poll().is_some() {
-            let t = *exited_at.get_or_insert_with(Instant::now);
-            if readers.iter().all(|r| r.is_finished()) || t.elapsed() >= DRAIN {
-                break;
-            }
+        if over {
+            break;
         }
     }
-    // Every way out: nothing of the run stays behind, and its pipes close.
-    running.end_all(GRACE);
-    let exit = wait_exit(&mut running);
     if let Some(s) = sampler {
         s.stop();
     }
-    let open_lines: Vec<bool> = readers
-        .into_iter()
-        .map(|r| r.join().unwrap_or(false))
-        .collect();
     if let Some(f) = forwarder {
         let _ = f.join();
     }
-    for m in rx.try_iter() {
-        if let Msg::Line(l) = m {
-            session.line(&l);
-        }
-    }
-    for r in recorders {
-        if let Err(e) = r.finish() {
-            record_error.get_or_insert(e);
-        }
-    }
-    if let Some(e) = record_error {
-        notes.push(format!("the recording is incomplete: {e}"));
-    }
-    let mut outcome = session.finish(spec, exit, forwarded, source_kind, started.elapsed());
-    outcome.notes.extend(notes);
-    outcome.stdout_open_line = open_lines.first().copied().unwrap_or(false);
-    Ok(outcome)
+    Ok(w.finish(GRACE))
 }
 
 /// The child's exit (it was ended above, so this does not wait long).
@@ -369,7 +555,7 @@ impl Session {
 
     fn finish(
         mut self,
-        spec: &CommandSpec,
+        command: String,
         exit: Exit,
         forwarded_signals: Vec<i32>,
         source: SourceKind,
@@ -386,7 +572,7 @@ impl Session {
             incident.as_ref().map(|i| i.t_ms),
         );
         Outcome {
-            command: spec.display(),
+            command,
             exit,
             forwarded_signals,
             source,

@@ -12,6 +12,7 @@
 //! a foreground job, POSIX tcsetpgrp(3)): Ctrl-C then reaches the child first, and a child that
 //! reads the terminal is not stopped by SIGTTIN.
 
+use super::Io;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
@@ -79,15 +80,25 @@ impl Exit {
 pub struct Running {
     child: Child,
     exit: Option<Exit>,
+    /// Every descendant of the watcher is the run's ([`Io::Terminal`]).
+    whole_process: bool,
     #[cfg(unix)]
     terminal: Option<unix::Foreground>,
 }
 
+/// SIGTERM: the signal [`Running::signal`] asks a run to end with (elsewhere any signal ends it).
+pub const SIGTERM: i32 = 15;
+
 /// Starts `spec`. `Err` is one line naming the program and why it could not start.
-pub fn spawn(spec: &CommandSpec) -> Result<(Running, ChildStdout, ChildStderr), String> {
+/// With [`Io::Terminal`] (the CLI, a process of its own) stdin is the watcher's, the terminal's
+/// foreground is handed to the child, and every descendant of the watcher is the run's; with
+/// [`Io::Captured`] (the app, which has other children and may watch one run while a test
+/// watches another) the child reads nothing and the run is its process group and descendants.
+pub fn spawn(spec: &CommandSpec, io: Io) -> Result<(Running, ChildStdout, ChildStderr), String> {
+    let cli = io == Io::Terminal;
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
-        .stdin(Stdio::inherit())
+        .stdin(if cli { Stdio::inherit() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(d) = &spec.cwd {
@@ -97,7 +108,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<(Running, ChildStdout, ChildStderr), 
         cmd.env(k, v);
     }
     #[cfg(unix)]
-    let terminal = unix::prepare(&mut cmd);
+    let terminal = unix::prepare(&mut cmd, cli);
     let mut child = cmd.spawn().map_err(|e| {
         let cwd = spec
             .cwd
@@ -116,6 +127,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<(Running, ChildStdout, ChildStderr), 
         terminal: terminal.then(|| unix::Foreground::hand_to(child.id())),
         child,
         exit: None,
+        whole_process: cli,
     };
     Ok((running, out, err))
 }
@@ -127,12 +139,21 @@ impl Running {
 
     /// The exit, once the child has ended (does not wait).
     pub fn poll(&mut self) -> Option<Exit> {
-        if self.exit.is_none()
-            && let Ok(Some(s)) = self.child.try_wait()
-        {
-            self.exit = Some(Exit::from_status(s));
-            #[cfg(unix)]
-            drop(self.terminal.take());
+        if self.exit.is_none() {
+            let exit = match self.child.try_wait() {
+                Ok(Some(s)) => Some(Exit::from_status(s)),
+                Ok(None) => None,
+                // Already collected by someone else (ECHILD): ended, its status unknown.
+                Err(_) => Some(Exit {
+                    code: 1,
+                    signal: None,
+                }),
+            };
+            if exit.is_some() {
+                self.exit = exit;
+                #[cfg(unix)]
+                drop(self.terminal.take());
+            }
         }
         self.exit
     }
@@ -141,7 +162,7 @@ impl Running {
     /// any signal ends the child.
     pub fn signal(&mut self, signal: i32) {
         #[cfg(unix)]
-        unix::signal_all(self.child.id(), signal);
+        unix::signal_all(self.child.id(), signal, self.whole_process);
         #[cfg(not(unix))]
         {
             let _ = signal;
@@ -155,30 +176,33 @@ impl Running {
     pub fn end_all(&mut self, grace: Duration) {
         #[cfg(unix)]
         {
-            let pid = self.child.id();
+            let (pid, all) = (self.child.id(), self.whole_process);
             self.poll();
-            if !unix::anything_left(pid) {
+            if !unix::anything_left(pid, all) {
+                if self.exit.is_some() {
+                    unix::reap_orphans(pid, all);
+                }
                 return;
             }
-            unix::signal_all(pid, unix::SIGTERM);
+            unix::signal_all(pid, unix::SIGTERM, all);
             let until = Instant::now() + grace;
-            while Instant::now() < until && unix::anything_left(pid) {
+            while Instant::now() < until && unix::anything_left(pid, all) {
                 std::thread::sleep(Duration::from_millis(20));
                 // Orphans are reaped only once the direct child is: waitpid(-1) must not take
                 // the child's status from `Child::try_wait`.
                 if self.poll().is_some() {
-                    unix::reap_orphans();
+                    unix::reap_orphans(pid, all);
                 }
             }
-            if unix::anything_left(pid) {
-                unix::signal_all(pid, unix::SIGKILL);
+            if unix::anything_left(pid, all) {
+                unix::signal_all(pid, unix::SIGKILL, all);
             }
             let until = Instant::now() + Duration::from_secs(2);
             while self.poll().is_none() && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(10));
             }
             if self.exit.is_some() {
-                unix::reap_orphans();
+                unix::reap_orphans(pid, all);
             }
         }
         #[cfg(not(unix))]
@@ -234,7 +258,7 @@ mod unix {
     pub const SIGHUP: i32 = 1;
     pub const SIGINT: i32 = 2;
     pub const SIGKILL: i32 = 9;
-    pub const SIGTERM: i32 = 15;
+    pub use super::SIGTERM;
     #[cfg(any(target_os = "linux", target_os = "macos"))]
     const SIGTTOU: i32 = 22;
     const SIG_DFL: usize = 0;
@@ -259,11 +283,11 @@ mod unix {
     const PR_SET_CHILD_SUBREAPER: i32 = 36;
 
     /// Sets up `cmd` to lead its own process group and die with the watcher; makes the watcher
-    /// a subreaper. True when the terminal should be handed to the child (the watcher is in the
-    /// foreground of a terminal on stdin).
-    pub fn prepare(cmd: &mut Command) -> bool {
+    /// a subreaper. True when the terminal should be handed to the child (`terminal` is asked
+    /// for and the watcher is in the foreground of a terminal on stdin).
+    pub fn prepare(cmd: &mut Command, terminal: bool) -> bool {
         // SAFETY: plain libc calls with constant arguments.
-        let take_terminal = unsafe { isatty(0) == 1 && tcgetpgrp(0) == getpgrp() };
+        let take_terminal = terminal && unsafe { isatty(0) == 1 && tcgetpgrp(0) == getpgrp() };
         #[cfg(target_os = "linux")]
         // SAFETY: prctl with an integer option; failure only means orphans go to init.
         unsafe {
@@ -327,25 +351,39 @@ mod unix {
         }
     }
 
-    /// `sig` to the child's group and to every descendant of the watcher (those that left the
-    /// group, or were re-parented to the subreaper).
-    pub fn signal_all(child: u32, sig: i32) {
+    /// The run's processes besides its group: with `all`, every descendant of the watcher
+    /// (those that left the group, or were re-parented to the subreaper); otherwise the
+    /// child's own descendants and the watcher's in the child's group.
+    fn run_descendants(child: u32, all: bool) -> Vec<u32> {
+        if all {
+            tree::descendants(std::process::id())
+        } else {
+            tree::descendants(child)
+                .into_iter()
+                .chain(tree::descendants_in_group(std::process::id(), child))
+                .collect()
+        }
+    }
+
+    /// `sig` to the child's group and to the run's other processes (see `run_descendants`).
+    pub fn signal_all(child: u32, sig: i32, all: bool) {
         // SAFETY: kill(2) on a process group id and on pids.
         unsafe {
             kill(-(child as i32), sig);
             kill(child as i32, sig);
-            for pid in tree::descendants(std::process::id()) {
+            for pid in run_descendants(child, all) {
                 kill(pid as i32, sig);
             }
         }
     }
 
-    /// True while a living (not zombie) member of the child's group or descendant of the
-    /// watcher remains.
-    pub fn anything_left(child: u32) -> bool {
+    /// True while a living (not zombie) member of the child's group or of the run's other
+    /// processes remains.
+    pub fn anything_left(child: u32, all: bool) -> bool {
         #[cfg(target_os = "linux")]
         {
-            tree::living_in_group(child) || !tree::living_descendants(std::process::id()).is_empty()
+            tree::living_in_group(child)
+                || run_descendants(child, all).into_iter().any(tree::is_living)
         }
         #[cfg(not(target_os = "linux"))]
         // SAFETY: signal 0 only checks for existence (zombies count too: the caller reaps).
@@ -354,10 +392,22 @@ mod unix {
         }
     }
 
-    /// Collects the exit status of every ended descendant re-parented to the watcher.
-    pub fn reap_orphans() {
+    /// Collects the exit status of the run's ended processes re-parented to the watcher: with
+    /// `all` every ended child of the watcher (the direct child was already collected),
+    /// otherwise only those in the child's group, so that another run's or another part of the
+    /// program's children keep their status for their own owners.
+    pub fn reap_orphans(child: u32, all: bool) {
         let mut status = 0;
-        // SAFETY: waitpid with WNOHANG on any child; the direct child was already collected.
-        while unsafe { waitpid(-1, &mut status, WNOHANG) } > 0 {}
+        if all {
+            // SAFETY: waitpid with WNOHANG on any child.
+            while unsafe { waitpid(-1, &mut status, WNOHANG) } > 0 {}
+            return;
+        }
+        for pid in tree::children_in_group(std::process::id(), child) {
+            // SAFETY: waitpid with WNOHANG on one pid that is our child.
+            unsafe {
+                waitpid(pid as i32, &mut status, WNOHANG);
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! and after it, which the doctor reads as one message at the end (a traceback and the lines
 //! around the error, as a user would paste them).
 
+use crate::doctor::flat::contains_word;
 use crate::doctor::reading::{MAX_INPUT_BYTES, read};
 use crate::doctor::{Knowledge, Reading};
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,8 @@ pub struct Scanner {
     incident: Option<Incident>,
     /// Failure lines seen in all.
     pub failures: u64,
+    /// The previous line was a failure line.
+    last_failed: bool,
 }
 
 /// The first `max` bytes of `s`, cut at a character boundary.
@@ -57,16 +60,31 @@ impl Scanner {
             recent: VecDeque::new(),
             incident: None,
             failures: 0,
+            last_failed: false,
         }
     }
 
-    /// True when reading `line` alone establishes a failure fact.
+    /// True when reading `line` alone establishes a failure fact, or establishes any fact and
+    /// is raised as an error (signatures.toml `error_words`: a GPU error the doctor has no
+    /// failure fact for is still the program failing), unless one of its facts says the
+    /// program goes on ("… failed, trying again in system memory as a fallback").
     pub fn is_failure(&self, line: &str) -> bool {
-        read(line, self.kb, None).is_ok_and(|r| {
-            r.observations
+        let Ok(r) = read(line, self.kb, None) else {
+            return false;
+        };
+        let info = |o: &crate::doctor::Observation| self.kb.facts.get(&o.fact);
+        if r.observations.is_empty()
+            || r.observations
                 .iter()
-                .any(|o| self.kb.facts.get(&o.fact).is_some_and(|f| f.failure))
-        })
+                .any(|o| info(o).is_some_and(|f| f.carries_on))
+        {
+            return false;
+        }
+        let lower = line.to_lowercase();
+        r.observations
+            .iter()
+            .any(|o| info(o).is_some_and(|f| f.failure))
+            || self.kb.error_words.iter().any(|w| contains_word(&lower, w))
     }
 
     /// Takes one line of output (without its newline) that passed at `t_ms`. True when it is
@@ -82,7 +100,15 @@ impl Scanner {
                 inc.text.push('\n');
             }
         }
-        let failure = self.is_failure(line);
+        // A message wrapped over two lines (a terminal's width, a logger's) is read joined too,
+        // unless its first half already counted.
+        let failure = self.is_failure(line)
+            || (!self.last_failed
+                && self
+                    .recent
+                    .back()
+                    .is_some_and(|prev| self.is_failure(&format!("{prev} {line}"))));
+        self.last_failed = failure;
         self.failures += u64::from(failure);
         let first = failure && self.incident.is_none();
         if first {

@@ -60,12 +60,37 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
-/// Descendants of `root` that are still running (not zombies waiting to be reaped).
-pub fn living_descendants(root: u32) -> Vec<u32> {
-    descendants(root)
+/// Descendants of `root` in process group `pgrp` (zombies included), and theirs.
+pub fn descendants_in_group(root: u32, pgrp: u32) -> Vec<u32> {
+    let procs = all();
+    let in_group: Vec<u32> = descendants(root)
         .into_iter()
-        .filter(|p| stat(*p).is_some_and(|s| s.state != 'Z' && s.state != 'X'))
+        .filter(|p| procs.iter().any(|(q, s)| q == p && s.pgrp == pgrp))
+        .collect();
+    let mut out = in_group.clone();
+    for p in in_group {
+        for d in descendants(p) {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// The direct children of `parent` in process group `pgrp` other than its leader (the run's
+/// orphans re-parented to the watcher).
+pub fn children_in_group(parent: u32, pgrp: u32) -> Vec<u32> {
+    all()
+        .into_iter()
+        .filter(|(pid, s)| s.ppid == parent && s.pgrp == pgrp && *pid != pgrp)
+        .map(|(pid, _)| pid)
         .collect()
+}
+
+/// True while `pid` runs (exists and is not a zombie waiting to be reaped).
+pub fn is_living(pid: u32) -> bool {
+    stat(pid).is_some_and(|s| s.state != 'Z' && s.state != 'X')
 }
 
 /// True while a running process is in process group `pgrp`.

@@ -12,6 +12,7 @@ mod panels;
 mod playback;
 mod plots;
 mod recording;
+mod watch_panel;
 
 use super::files::Dialogs;
 use super::i18n::{tr, trf};
@@ -25,10 +26,12 @@ use playback::Playback;
 use plots::TimeAxis;
 use recording::Recording;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
+use watch_panel::WatchPanel;
 
 /// One reading a second, the rate `nvidia-smi -l 1` users expect and the rate the idle-CPU
 /// figures in the README were measured at.
@@ -82,11 +85,15 @@ struct Wake {
     visible: AtomicBool,
     /// A recording runs, so readings must be taken (and written) even while another tab shows.
     recording: AtomicBool,
+    /// A watched command runs: its readings too are taken while another tab shows.
+    watching: AtomicBool,
 }
 
 impl Wake {
     fn wanted(&self) -> bool {
-        self.visible.load(Ordering::Relaxed) || self.recording.load(Ordering::Relaxed)
+        self.visible.load(Ordering::Relaxed)
+            || self.recording.load(Ordering::Relaxed)
+            || self.watching.load(Ordering::Relaxed)
     }
 }
 
@@ -192,6 +199,8 @@ pub struct MonitorView {
     /// Set for one frame to put every plot back on the latest readings.
     #[serde(skip)]
     reset_view: bool,
+    /// "Watch a command…": a run of the user's, watched with these readings.
+    pub watch: WatchPanel,
 }
 
 impl MonitorView {
@@ -241,9 +250,10 @@ impl MonitorView {
     /// except while recording, whose readings are taken here so that none waits in memory.
     pub fn hide(&mut self) {
         self.feed.wake.visible.store(false, Ordering::Relaxed);
-        if self.feed.recording.is_some() {
+        if self.feed.recording.is_some() || self.watch.active() {
             self.take_live();
         }
+        self.watch.poll();
     }
 
     /// Adds one snapshot to the history and runs the detectors over it.
@@ -262,6 +272,7 @@ impl MonitorView {
             .unwrap_or_default();
         for s in fresh {
             self.record(&s);
+            self.watch.sample(&s);
             if !self.paused {
                 self.feed.push(s);
             }
@@ -283,6 +294,11 @@ impl MonitorView {
             }
         }
         self.take_live();
+        self.watch.poll();
+        self.feed
+            .wake
+            .watching
+            .store(self.watch.active(), Ordering::Relaxed);
         self.take_playback(ui.ctx());
         // No fill: the app clears the window to the panel colour, and on a software renderer
         // an opaque full-window rectangle costs as much as the rest of the frame.
@@ -304,6 +320,15 @@ impl MonitorView {
     }
 
     fn body_ui(&mut self, ui: &mut Ui, predicted_bytes: Option<u64>) {
+        if self.watch.open {
+            let source = self
+                .feed
+                .latest
+                .as_ref()
+                .map_or(crate::telemetry::SourceKind::None, |s| s.source);
+            egui::Frame::group(ui.style()).show(ui, |ui| self.watch.ui(ui, source));
+            ui.add_space(6.0);
+        }
         if self.feed.playback.is_none()
             && let Some(why) = self.feed.unavailable.clone()
         {
@@ -324,6 +349,7 @@ impl MonitorView {
             ui.colored_label(ui.visuals().warn_fg_color, latest.state.message_in_app());
         }
         panels::alerts_ui(ui, &self.feed.alerts);
+        let run_pids = self.watch.run_pids(latest);
         let axis = TimeAxis {
             origin_ms: self.feed.origin_ms.unwrap_or(latest.time_ms),
             last_ms: latest.time_ms,
@@ -346,7 +372,7 @@ impl MonitorView {
                         .strong(),
                     );
                 }
-                self.gpu_ui(ui, &axis, g, predicted_bytes);
+                self.gpu_ui(ui, &axis, g, predicted_bytes, &run_pids);
                 ui.add_space(12.0);
             }
         });
@@ -368,6 +394,8 @@ impl MonitorView {
             self.reset_view |= reset.clicked();
             ui.separator();
             self.files_ui(ui);
+            ui.separator();
+            ui.toggle_value(&mut self.watch.open, tr("Watch a command…"));
             if let Some(s) = &self.feed.latest {
                 ui.separator();
                 ui.label(trf("Source: {source}", &[("source", &s.source.label())]));
@@ -375,7 +403,14 @@ impl MonitorView {
         });
     }
 
-    fn gpu_ui(&self, ui: &mut Ui, axis: &TimeAxis, g: &GpuSample, predicted: Option<u64>) {
+    fn gpu_ui(
+        &self,
+        ui: &mut Ui,
+        axis: &TimeAxis,
+        g: &GpuSample,
+        predicted: Option<u64>,
+        run_pids: &BTreeSet<u32>,
+    ) {
         ui.heading(trf(
             "GPU {index}: {name}",
             &[("index", &g.index), ("name", &g.name)],
@@ -398,7 +433,7 @@ impl MonitorView {
         }
         plots::small_plots_ui(ui, axis, g, history);
         if let Some(m) = g.memory {
-            panels::processes_ui(ui, g, m.total);
+            panels::processes_ui(ui, g, m.total, run_pids);
         }
     }
 }

@@ -3,9 +3,10 @@
 
 use crate::telemetry::GpuSample;
 use crate::telemetry::detect::{Alert, Severity};
-use crate::ui::i18n::tr;
+use crate::ui::i18n::{tr, trf};
 use crate::units::human;
 use egui::Ui;
+use std::collections::BTreeSet;
 
 /// The panel shown when no GPU can be read; true when the user asked for demo data.
 pub(super) fn no_source_ui(ui: &mut Ui, why: &str) -> bool {
@@ -44,8 +45,9 @@ pub(super) fn alerts_ui(ui: &mut Ui, alerts: &[Alert]) {
 /// the changing memory figures did about once a second.
 const COLUMNS: [f32; 4] = [280.0, 70.0, 100.0, 100.0];
 
-/// Name, pid, memory and share of the card of each process holding memory.
-pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64) {
+/// Name, pid, memory and share of the card of each process holding memory; the processes of a
+/// watched command (`run`) are marked.
+pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64, run: &BTreeSet<u32>) {
     let procs = g.processes.as_deref().unwrap_or_default();
     if procs.is_empty() {
         ui.weak(tr(
@@ -63,7 +65,15 @@ pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64) {
             None => ("?".into(), "?".into()),
         };
         let name = p.name.clone().unwrap_or_else(|| "?".into());
-        let cells = [name, p.pid.to_string(), memory, share].map(Into::into);
+        let name: egui::WidgetText = if run.contains(&p.pid) {
+            egui::RichText::new(trf("{name} (watched run)", &[("name", &name)]))
+                .strong()
+                .color(ui.visuals().selection.stroke.color)
+                .into()
+        } else {
+            name.into()
+        };
+        let cells = [name, p.pid.to_string().into(), memory.into(), share.into()];
         row_ui(ui, cells, i % 2 == 0);
     }
 }
