@@ -284,3 +284,46 @@ fn plan_uses_the_files_own_weight_format() {
     assert!(fp8 > 6.0e11 && fp8 < 7.5e11, "{fp8}");
     assert!(bf16 / fp8 > 1.8, "{bf16} vs {fp8}");
 }
+
+/// gpt-oss ships its routed experts in MXFP4 (`quantization_config` quant_method "mxfp4"):
+/// `plan` takes that format by default, 17 bytes per 32 expert weights and bf16 for the rest,
+/// about 12.8 GiB for gpt-oss-20b's 20.9 B parameters instead of about 39 GiB in bf16.
+#[test]
+fn mxfp4_experts_are_planned_in_mxfp4() {
+    let cfg = "tests/data/configs/gpt-oss-20b.json";
+    let inspect = run(&["inspect", cfg, "--json"]);
+    assert!(inspect.status.success(), "{}", stderr(&inspect));
+    let i: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(i["weights"], "mxfp4");
+    let weights = |args: &[&str]| {
+        let o = run(&[
+            &["plan", "--model-file", cfg, "--vram-gib", "80", "--json"],
+            args,
+        ]
+        .concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "weights")
+            .unwrap()["bytes"]
+            .as_f64()
+            .unwrap()
+    };
+    let gib = f64::from(1u32 << 30);
+    // Experts: 24 layers × 32 experts × 3 × 2880 × 2880 weights at 17/32 byte; the other
+    // 1.80 B parameters at 2 bytes.
+    let experts = 24.0 * 32.0 * 3.0 * 2880.0 * 2880.0;
+    let want = experts * 17.0 / 32.0 + (20_914_757_184.0 - experts) * 2.0;
+    let mxfp4 = weights(&[]);
+    assert!(
+        (mxfp4 / want - 1.0).abs() < 0.01,
+        "{} GiB vs {} GiB",
+        mxfp4 / gib,
+        want / gib
+    );
+    let bf16 = weights(&["--weights", "bf16"]);
+    assert!(bf16 / gib > 38.0 && bf16 / gib < 40.0, "{}", bf16 / gib);
+}

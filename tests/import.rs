@@ -478,8 +478,57 @@ fn gguf_tied_output_and_unknown_file_type() {
     g = g.kv("general.file_type", Val::U32(24)); // IQ1_S: not an engine format
     let m = imp::from_bytes::gguf(&g.bytes()).unwrap();
     assert!(m.arch.tied_embeddings);
-    assert_eq!(m.weights, None);
-    assert!(m.notes.iter().any(|n| n.contains("IQ1_S")), "{:?}", m.notes);
+    // The tensors are mostly Q4_K: planned as Q4_K_M, at the tensors' exact size.
+    assert_eq!(m.weights, Some(WeightFormat::Gguf(GgufFileType::Q4KM)));
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.contains("IQ1_S") && n.contains("Q4_K tensors")),
+        "{:?}",
+        m.notes
+    );
+}
+
+/// A GGUF without general.file_type is planned at the sum of its tensors' sizes (headers only),
+/// never at bf16 of its parameter count: named after its main tensor type (Q4_K → Q4_K_M,
+/// MXFP4 → mxfp4), or, for a type without an engine format (IQ1_S), labelled with the modelled
+/// type nearest that size; the note says which.
+#[test]
+fn gguf_without_file_type_is_planned_from_its_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |name: &str, matrices: Option<u32>| {
+        let mut g = tiny_llama(2);
+        g.kv.retain(|(k, _)| k != "general.file_type");
+        if let Some(id) = matrices {
+            for t in &mut g.tensors {
+                if t.dims.len() == 2 {
+                    t.type_id = id;
+                }
+            }
+        }
+        let p = dir.path().join(name);
+        std::fs::write(&p, g.bytes()).unwrap();
+        let loaded = imp::load_model(&p).unwrap();
+        let w = loaded.weights.expect("weights from the tensors");
+        let exact = g.tensors.iter().map(Tensor::bytes).sum::<u64>() as f64;
+        assert_eq!(w.total_bytes, exact, "{name}");
+        assert!(
+            loaded
+                .notes
+                .iter()
+                .any(|n| n.contains("general.file_type is missing") && n.contains("exact size")),
+            "{:?}",
+            loaded.notes
+        );
+        (w.format, loaded.notes)
+    };
+    let (f, _) = load("q4.gguf", None);
+    assert_eq!(f, WeightFormat::Gguf(GgufFileType::Q4KM));
+    let (f, _) = load("mxfp4.gguf", Some(39));
+    assert_eq!(f, WeightFormat::Mxfp4);
+    let (f, notes) = load("iq1.gguf", Some(19));
+    assert!(matches!(f, WeightFormat::Gguf(_)), "{f:?}");
+    assert!(notes.iter().any(|n| n.contains("IQ1_S")), "{notes:?}");
 }
 
 #[test]

@@ -12,6 +12,8 @@ pub fn quantization(f: WeightFormat) -> Option<&'static str> {
         WeightFormat::Fp8 => Some("fp8"),
         WeightFormat::Gptq4 | WeightFormat::Gptq8 => Some("gptq"),
         WeightFormat::Awq4 => Some("awq"),
+        // vLLM `model_executor/layers/quantization/mxfp4.py` (`Mxfp4Config.get_name`).
+        WeightFormat::Mxfp4 => Some("mxfp4"),
         WeightFormat::Int8 | WeightFormat::Nf4 | WeightFormat::Fp4 => Some("bitsandbytes"),
         WeightFormat::Gguf(_) => Some("gguf"),
         _ => None,

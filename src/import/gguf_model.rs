@@ -12,7 +12,9 @@ use super::gguf::{self, GgufHeader, MetaValue};
 use super::reader::shown;
 use super::{ImportedModel, SourceFormat};
 use crate::memory::arch::{Mla, Mlp, ModelArch, Moe};
-use crate::memory::dtype::WeightFormat;
+use crate::memory::dtype::{GgufFileType, WEIGHT_NAMES, WeightFormat};
+use crate::memory::options::Engine;
+use crate::memory::weights::weight_bytes;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -268,6 +270,11 @@ pub fn from_header(
                     "leading_dense_block_count",
                     origin,
                 )?,
+                // gpt-oss: `blk.N.ffn_{gate,up,down}_exps.bias` (llama-arch.cpp LLM_TENSOR_FFN_*_EXPS).
+                expert_bias: h
+                    .tensors
+                    .iter()
+                    .any(|t| t.name.ends_with("ffn_down_exps.bias")),
             })
         }
         None => None,
@@ -348,15 +355,15 @@ pub fn from_header(
     let file_type_name = file_type
         .and_then(|f| FILE_TYPES.iter().find(|t| t.0 == f))
         .map(|t| t.1.to_string());
-    let weights = file_type_name.as_deref().and_then(weight_format);
     let mut notes = Vec::new();
-    if let Some(n) = &file_type_name
-        && weights.is_none()
-    {
-        notes.push(format!(
-            "file type {n} is not one the engine models by name; its exact tensor sizes are used"
-        ));
-    }
+    let weights = match file_type_name.as_deref().and_then(weight_format) {
+        Some(f) => Some(f),
+        None => {
+            let (f, note) = format_from_tensors(h, &arch, file_type_name.as_deref());
+            notes.push(note);
+            Some(f)
+        }
+    };
     let bytes_of = |name: &str| {
         h.tensors
             .iter()
@@ -394,6 +401,65 @@ pub fn from_header(
         }),
         notes,
     })
+}
+
+/// The format to plan a GGUF with when `general.file_type` is absent or names a type the engine
+/// does not model (IQ1_S, MXFP4_MOE …): the file type whose main tensor type holds most of the
+/// file's bytes (Q4_K → Q4_K_M, as `llama-quantize` names its mixes), else the modelled type
+/// whose size by formula is nearest the file's. Either way the plan takes the exact sum of the
+/// tensors' sizes (headers only), and the note says which name was used and why.
+fn format_from_tensors(
+    h: &GgufHeader,
+    arch: &ModelArch,
+    declared: Option<&str>,
+) -> (WeightFormat, String) {
+    let total = h.tensor_bytes();
+    let by_type = h.bytes_by_type();
+    let main = by_type
+        .iter()
+        .max_by_key(|(_, b)| **b)
+        .map_or("none", |(t, _)| t.as_str());
+    let why = match declared {
+        Some(n) => format!("file type {n} is not one the engine models by name"),
+        None => "general.file_type is missing".to_string(),
+    };
+    let named = match main {
+        "Q4_K" => "Q4_K_M",
+        "Q5_K" => "Q5_K_M",
+        "Q3_K" => "Q3_K_M",
+        t => t,
+    };
+    if let Some(f) = weight_format(named) {
+        return (
+            f,
+            format!(
+                "{why}; most of its bytes are {main} tensors, so it is planned as {f} with the exact size of its tensors ({:.2} GiB)",
+                total as f64 / f64::from(1u32 << 30)
+            ),
+        );
+    }
+    let size = |f: WeightFormat| {
+        let b = weight_bytes(arch, f, Engine::LlamaCpp);
+        b.gpu + b.host
+    };
+    let nearest = WEIGHT_NAMES
+        .iter()
+        .filter_map(|n| n.parse::<WeightFormat>().ok())
+        .filter(|f| matches!(f, WeightFormat::Gguf(_)))
+        .min_by(|a, b| {
+            (size(*a) - total as f64)
+                .abs()
+                .total_cmp(&(size(*b) - total as f64).abs())
+        })
+        .unwrap_or(WeightFormat::Gguf(GgufFileType::Q8_0));
+    (
+        nearest,
+        format!(
+            "{why} and its main tensor type {} has no engine format; it is planned with the exact size of its tensors ({:.2} GiB), labelled {nearest} (the modelled type nearest that size)",
+            shown(main),
+            total as f64 / f64::from(1u32 << 30)
+        ),
+    )
 }
 
 /// The engine's format for a GGUF file type name, where it models one.

@@ -79,6 +79,12 @@ struct Convention {
     /// `nn.Parameter`, ERNIE 4.5; AFMoE `expert_bias`).
     #[serde(default)]
     router_bias: bool,
+    /// The routed experts' projections carry biases (gpt-oss).
+    #[serde(default)]
+    expert_bias: bool,
+    /// One learned attention-sink logit per head and block (gpt-oss `GptOssAttention.sinks`).
+    #[serde(default)]
+    attention_sinks: bool,
     #[serde(default)]
     mla: bool,
     sliding: Sliding,
@@ -543,6 +549,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         o_bias: cfg.bias(&conv.o_bias),
         mlp_bias: cfg.bias(&conv.mlp_bias),
         head_bias: cfg.bias(&conv.head_bias),
+        attention_sinks: conv.attention_sinks,
         mlp: conv.mlp,
         moe,
         mla,
@@ -651,6 +658,7 @@ fn moe(
         shared_intermediate,
         shared_gate,
         router_bias,
+        expert_bias: conv.expert_bias,
         moe_layers,
     }))
 }
@@ -796,6 +804,7 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
                 e => m.shared_intermediate.saturating_add(e / 2) / e,
             },
             dense_layers: m.moe_layers.iter().filter(|x| !**x).count() as u32,
+            expert_bias: m.expert_bias,
         }),
         mla: l.mla.clone(),
         transformers_kv_heads: (conv.expanded_kv_key.as_deref())
@@ -877,6 +886,8 @@ fn weight_format(root: &Value, text: &Value) -> (Option<WeightFormat>, Option<St
             },
             "awq" if bits.is_none_or(|b| b == 4) => Some(WeightFormat::Awq4),
             "fp8" | "fbgemm_fp8" => Some(WeightFormat::Fp8),
+            // gpt-oss: transformers `quantizers/quantizer_mxfp4.py` (quant_method "mxfp4").
+            "mxfp4" => Some(WeightFormat::Mxfp4),
             "compressed-tensors" if compressed_fp8(q) => Some(WeightFormat::Fp8),
             _ => None,
         };

@@ -65,8 +65,11 @@ pub struct MoeSpec {
     /// Total width of the shared expert(s); 0 without.
     pub shared_intermediate: u32,
     pub shared_gate: bool,
-    /// DeepSeek-V3's `e_score_correction_bias` (one per expert).
+    /// A learned bias per expert on the router (DeepSeek-V3 `e_score_correction_bias`, gpt-oss
+    /// `router.bias`).
     pub router_bias: bool,
+    /// The experts' projections carry biases (gpt-oss `gate_up_proj_bias`, `down_proj_bias`).
+    pub expert_bias: bool,
     /// Which blocks are MoE (the rest are dense with `intermediate`).
     pub moe_layers: Vec<bool>,
 }
@@ -91,6 +94,8 @@ pub struct Layout {
     pub o_bias: bool,
     pub mlp_bias: bool,
     pub head_bias: bool,
+    /// One learned attention-sink logit per head (gpt-oss `self_attn.sinks`).
+    pub attention_sinks: bool,
     pub mlp: Mlp,
     pub moe: Option<MoeSpec>,
     pub mla: Option<Mla>,
@@ -158,9 +163,11 @@ fn attention(l: &Layout) -> u128 {
         QkNorm::Head => 2 * n(l.head_dim),
         QkNorm::Full => q + kv,
     };
+    let sinks = if l.attention_sinks { n(l.heads) } else { 0 };
     linear(h, q + 2 * kv, l.qkv_bias)
         .saturating_add(linear(q, h, l.o_bias))
         .saturating_add(qk_norm)
+        .saturating_add(sinks)
 }
 
 /// A feed-forward block of width `i`.
@@ -176,7 +183,7 @@ fn mlp(l: &Layout, i: u32, bias: bool) -> u128 {
 
 fn moe_block(l: &Layout, m: &MoeSpec) -> u128 {
     let h = n(l.hidden);
-    let experts = mlp(l, m.expert_intermediate, false).saturating_mul(n(m.experts));
+    let experts = mlp(l, m.expert_intermediate, m.expert_bias).saturating_mul(n(m.experts));
     let router = linear(h, n(m.experts), false) + if m.router_bias { n(m.experts) } else { 0 };
     let shared = if m.shared_intermediate > 0 {
         mlp(l, m.shared_intermediate, false)

@@ -22,6 +22,9 @@ pub struct Moe {
     /// Leading layers that stay dense (`first_k_dense_replace`).
     #[serde(default)]
     pub dense_layers: u32,
+    /// The experts' projections carry biases (gpt-oss), which idle experts leave unused too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expert_bias: bool,
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds one compressed latent of
@@ -231,8 +234,13 @@ impl ModelArch {
         match &self.moe {
             Some(m) if m.experts > 0 => {
                 let moe_layers = f64::from(self.layers.saturating_sub(m.dense_layers));
-                let per_expert =
-                    self.mlp_matrices() * f64::from(self.hidden) * f64::from(m.expert_intermediate);
+                let (h, i) = (f64::from(self.hidden), f64::from(m.expert_intermediate));
+                let bias = if m.expert_bias {
+                    (self.mlp_matrices() - 1.0) * i + h
+                } else {
+                    0.0
+                };
+                let per_expert = self.mlp_matrices() * h * i + bias;
                 let idle = moe_layers * f64::from(m.experts.saturating_sub(m.active)) * per_expert;
                 (self.params - idle).max(0.0)
             }

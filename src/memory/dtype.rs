@@ -122,6 +122,9 @@ pub enum WeightFormat {
     Gptq8,
     /// AWQ with group size 128.
     Awq4,
+    /// OCP MXFP4 experts (gpt-oss): the routed experts' weights in 4-bit E2M1 with one E8M0
+    /// scale per 32, everything else 16-bit.
+    Mxfp4,
     /// A GGUF file type (Q4_K_M, Q8_0 …).
     Gguf(GgufFileType),
 }
@@ -268,6 +271,7 @@ pub const WEIGHT_NAMES: &[&str] = &[
     "gptq-4bit",
     "gptq-8bit",
     "awq-4bit",
+    "mxfp4",
     "f16",
     "q8_0",
     "q6_k",
@@ -301,6 +305,7 @@ impl FromStr for WeightFormat {
             "gptq-4bit" | "gptq" | "gptq-int4" => WeightFormat::Gptq4,
             "gptq-8bit" | "gptq-int8" => WeightFormat::Gptq8,
             "awq-4bit" | "awq" => WeightFormat::Awq4,
+            "mxfp4" => WeightFormat::Mxfp4,
             other => match GGUF_NAMES.iter().find(|(n, _)| *n == other) {
                 Some((_, t)) => WeightFormat::Gguf(*t),
                 None => return Err(format!("unknown weight format '{s}'")),
@@ -322,6 +327,7 @@ impl fmt::Display for WeightFormat {
             WeightFormat::Gptq4 => "gptq-4bit",
             WeightFormat::Gptq8 => "gptq-8bit",
             WeightFormat::Awq4 => "awq-4bit",
+            WeightFormat::Mxfp4 => "mxfp4",
             WeightFormat::Gguf(t) => t.name(),
         };
         f.write_str(s)
@@ -365,7 +371,11 @@ impl WeightFormat {
             WeightFormat::Gguf(
                 GgufFileType::Q5KM | GgufFileType::Q5KS | GgufFileType::Q5_0 | GgufFileType::Q5_1,
             ) => 2,
-            WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Gptq4 | WeightFormat::Awq4 => 3,
+            WeightFormat::Nf4
+            | WeightFormat::Fp4
+            | WeightFormat::Gptq4
+            | WeightFormat::Awq4
+            | WeightFormat::Mxfp4 => 3,
             WeightFormat::Gguf(
                 GgufFileType::Q4KM
                 | GgufFileType::Q4KS

@@ -45,6 +45,10 @@ fn block_bytes_per_param(f: WeightFormat, a: &ModelArch) -> f64 {
         WeightFormat::Gptq8 => 1.0 + 2.0 / 128.0 + 1.0 / 128.0 + 4.0 / h,
         // AWQ (AutoAWQ GEMM/GEMV packing): 4-bit qweight, fp16 scales and 4-bit zeros per 128.
         WeightFormat::Awq4 => 0.5 + 2.0 / 128.0 + 0.5 / 128.0,
+        // MXFP4 (OCP Microscaling spec v1.0: blocks of 32 E2M1 values with one E8M0 scale;
+        // transformers `integrations/mxfp4.py` stores them as `*_blocks` and `*_scales` U8):
+        // 17 bytes per 32 weights.
+        WeightFormat::Mxfp4 => MXFP4_BYTES,
         WeightFormat::Gguf(t) => t.mix().base.bytes_per_weight(),
     }
 }
@@ -84,6 +88,9 @@ pub fn output_head_bytes(w: &Workload) -> f64 {
     (head * scale).min(w.weight_bytes().gpu)
 }
 
+/// Bytes per weight of an MXFP4 block: 16 bytes of 4-bit values and one scale byte per 32.
+const MXFP4_BYTES: f64 = 17.0 / 32.0;
+
 /// Weight bytes of `a` stored as `f` and run by `engine`.
 pub fn weight_bytes(a: &ModelArch, f: WeightFormat, engine: Engine) -> WeightBytes {
     match f {
@@ -92,6 +99,15 @@ pub fn weight_bytes(a: &ModelArch, f: WeightFormat, engine: Engine) -> WeightByt
             host: 0.0,
         },
         WeightFormat::Gguf(t) => gguf_bytes(a, t.mix(), engine),
+        // gpt-oss quantizes only the routed experts: its `quantization_config`
+        // `modules_to_not_convert` keeps attention, router, embeddings and head in bf16.
+        WeightFormat::Mxfp4 if a.moe.is_some() => {
+            let experts = a.routed_expert_params_per_layer() * a.moe_layers().len() as f64;
+            WeightBytes {
+                gpu: experts * MXFP4_BYTES + (a.params - experts).max(0.0) * 2.0,
+                host: 0.0,
+            }
+        }
         _ => WeightBytes {
             gpu: a.block_params() * block_bytes_per_param(f, a) + sixteen_bit_ends(a),
             host: 0.0,

@@ -73,6 +73,8 @@ pub fn ggml_block(type_id: u32) -> (u64, u64) {
         8 => (32, 34),
         12 => (256, 144),
         14 => (256, 210),
+        19 => (256, 50),
+        39 => (32, 17),
         _ => panic!("test writer: unknown type {type_id}"),
     }
 }
