@@ -5,7 +5,8 @@
 //! own cache layout; the rows are committed in `tests/data/oracle/`.
 //!
 //! Each row is either covered (parameters within 0.5 %, active parameters within 0.5 %, KV bytes
-//! per token exact, and the sliding-window layout the same at a long context) or refused (the
+//! per token exact, the sliding-window layout the same at a long context, and the fixed state
+//! of linear-attention and state-space blocks exact) or refused (the
 //! importer answers with an error naming what it does not model, which `inspect` turns into exit
 //! status 2). A row that is read without error but disagrees is "silently different" and fails.
 //!
@@ -127,6 +128,17 @@ fn judge(row: &Value) -> Outcome {
                 wrong.push(format!("KV bytes per token {got} vs {kv}"));
             }
             let layers = row["cache_layers"].as_array().cloned().unwrap_or_default();
+            // The fixed state of linear-attention / state-space blocks, elements per sequence.
+            let want_state: f64 = layers
+                .iter()
+                .filter_map(|l| l.get("state").and_then(Value::as_f64))
+                .sum();
+            let got_state = m.arch.cache.as_ref().map_or(0.0, |c| c.state_elements);
+            if got_state != want_state {
+                wrong.push(format!(
+                    "state elements per sequence {got_state} vs {want_state}"
+                ));
+            }
             let want_long = oracle_kv_long(&layers);
             let got_long = kv_cache_bytes(&m.arch, 1, LONG, KvDtype::Fp16, Engine::Transformers, 1);
             if kind != "encoder" && got_long != want_long {

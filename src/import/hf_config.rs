@@ -5,7 +5,7 @@
 //! `n_layer` …); per-`model_type` conventions (biases, norms, MLP shape, defaults the published
 //! files rely on) are data in `presets/hf_architectures.toml`.
 
-use super::hf_count::{self, Layout, MoeLayout, MoeSpec, Norm, QkNorm, Vision};
+use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm, Vision};
 use super::{ImportedModel, SourceFormat};
 use crate::memory::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
 use crate::memory::dtype::WeightFormat;
@@ -82,6 +82,13 @@ struct Convention {
     /// The routed experts' projections carry biases (gpt-oss).
     #[serde(default)]
     expert_bias: bool,
+    /// Gated DeltaNet linear-attention blocks where `layer_types` says "linear_attention"
+    /// (Qwen3-Next; `linear_*` config keys).
+    #[serde(default)]
+    linear_attention: bool,
+    /// q_proj also yields the attention output gate (Qwen3-Next).
+    #[serde(default)]
+    gated_attention: bool,
     /// One learned attention-sink logit per head and block (gpt-oss `GptOssAttention.sinks`).
     #[serde(default)]
     attention_sinks: bool,
@@ -417,6 +424,13 @@ const UNMODELLED_KEYS: [(&str, &str); 16] = [
     ),
 ];
 
+/// The keys of a Gated DeltaNet stack, modelled where the convention has `linear_attention`.
+const LINEAR_ATTENTION_KEYS: [&str; 3] = [
+    "linear_num_value_heads",
+    "linear_conv_kernel_dim",
+    "full_attention_interval",
+];
+
 /// The first part of the config this program would count wrong, named; `Ok` when every part
 /// the config declares is one the convention of its type models.
 fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> {
@@ -426,6 +440,9 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
         _ => true,
     };
     for (key, feature) in UNMODELLED_KEYS {
+        if conv.linear_attention && LINEAR_ATTENTION_KEYS.contains(&key) {
+            continue;
+        }
         if let Some(v) = cfg.v.get(key).or_else(|| root.get(key))
             && set(v)
         {
@@ -435,7 +452,10 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
     if let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) {
         for t in &types {
             let t = t.as_str().unwrap_or("?");
-            if t != "full_attention" && t != "sliding_attention" {
+            if t != "full_attention"
+                && t != "sliding_attention"
+                && !(conv.linear_attention && t == "linear_attention")
+            {
                 return Err(format!("layer_types {} layers", super::reader::shown(t)));
             }
         }
@@ -516,6 +536,22 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         _ => 0,
     };
     let mla = if conv.mla { Some(mla(cfg)?) } else { None };
+    let blocks = layer_types(cfg);
+    let linear = if conv.linear_attention
+        && blocks
+            .as_ref()
+            .is_some_and(|b| b.contains(&BlockCache::None))
+    {
+        Some(LinearAttention {
+            key_heads: cfg.need(&["linear_num_key_heads"])?,
+            key_dim: cfg.need(&["linear_key_head_dim"])?,
+            value_heads: cfg.need(&["linear_num_value_heads"])?,
+            value_dim: cfg.need(&["linear_value_head_dim"])?,
+            conv_kernel: cfg.need(&["linear_conv_kernel_dim"])?,
+        })
+    } else {
+        None
+    };
     let moe = match conv.moe {
         Some(l) => moe(cfg, conv, l, layers, intermediate)?,
         None => None,
@@ -553,8 +589,15 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         mlp: conv.mlp,
         moe,
         mla,
-        blocks: layer_types(cfg),
-        state_elements: 0,
+        gated_attention: conv.gated_attention,
+        linear,
+        state_elements: match (&blocks, linear) {
+            (Some(b), Some(la)) => la
+                .state_elements()
+                .saturating_mul(b.iter().filter(|c| **c == BlockCache::None).count() as u64),
+            _ => 0,
+        },
+        blocks,
     })
 }
 
@@ -848,6 +891,7 @@ fn layer_types(cfg: &Cfg) -> Option<Vec<BlockCache>> {
             .iter()
             .map(|t| match t.as_str() {
                 Some("sliding_attention") => BlockCache::Sliding,
+                Some("linear_attention") => BlockCache::None,
                 _ => BlockCache::Full,
             })
             .collect(),

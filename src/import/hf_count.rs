@@ -74,6 +74,51 @@ pub struct MoeSpec {
     pub moe_layers: Vec<bool>,
 }
 
+/// A Gated DeltaNet linear-attention block (transformers `modeling_qwen3_next.py`
+/// `Qwen3NextGatedDeltaNet`): no KV cache, a fixed state per sequence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinearAttention {
+    pub key_heads: u32,
+    pub key_dim: u32,
+    pub value_heads: u32,
+    pub value_dim: u32,
+    pub conv_kernel: u32,
+}
+
+impl LinearAttention {
+    /// Width of the causal convolution over q, k and v (`conv_dim = 2·key_dim + value_dim`).
+    fn conv_channels(&self) -> u128 {
+        2 * n(self.key_heads) * n(self.key_dim) + n(self.value_heads) * n(self.value_dim)
+    }
+
+    /// in_proj_qkvz (q, k, v and the output gate z), in_proj_ba (β and α per value head),
+    /// conv1d (no bias), dt_bias, A_log, the gated RMSNorm over value_dim and out_proj.
+    fn params(&self, hidden: u32) -> u128 {
+        let h = n(hidden);
+        let (kd, vd) = (
+            n(self.key_heads) * n(self.key_dim),
+            n(self.value_heads) * n(self.value_dim),
+        );
+        let nv = n(self.value_heads);
+        linear(h, 2 * kd + 2 * vd, false)
+            .saturating_add(linear(h, 2 * nv, false))
+            .saturating_add(self.conv_channels().saturating_mul(n(self.conv_kernel)))
+            .saturating_add(2 * nv + n(self.value_dim))
+            .saturating_add(linear(vd, h, false))
+    }
+
+    /// State elements per sequence: the convolution window (`conv_dim × kernel`, transformers
+    /// `LinearAttentionLayer` keeps `conv_kernel_size` positions) and the recurrent state
+    /// (value heads × key_dim × value_dim).
+    pub fn state_elements(&self) -> u64 {
+        to_u64(
+            self.conv_channels()
+                .saturating_mul(n(self.conv_kernel))
+                .saturating_add(n(self.value_heads) * n(self.key_dim) * n(self.value_dim)),
+        )
+    }
+}
+
 /// The shapes of a decoder as its config declares them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
@@ -99,6 +144,11 @@ pub struct Layout {
     pub mlp: Mlp,
     pub moe: Option<MoeSpec>,
     pub mla: Option<Mla>,
+    /// The attention output is gated: q_proj also yields a gate of the same width (Qwen3-Next
+    /// `Qwen3NextAttention`: `q_proj` of `num_heads · head_dim · 2`).
+    pub gated_attention: bool,
+    /// The linear-attention blocks' shapes (the blocks whose cache is `BlockCache::None`).
+    pub linear: Option<LinearAttention>,
     /// What each block caches, where the config says it block by block.
     pub blocks: Option<Vec<BlockCache>>,
     /// Elements of fixed-size state per sequence (state-space and linear-attention blocks).
@@ -164,7 +214,13 @@ fn attention(l: &Layout) -> u128 {
         QkNorm::Full => q + kv,
     };
     let sinks = if l.attention_sinks { n(l.heads) } else { 0 };
+    let gate = if l.gated_attention {
+        linear(h, q, l.qkv_bias)
+    } else {
+        0
+    };
     linear(h, q + 2 * kv, l.qkv_bias)
+        .saturating_add(gate)
         .saturating_add(linear(q, h, l.o_bias))
         .saturating_add(qk_norm)
         .saturating_add(sinks)
@@ -202,16 +258,21 @@ pub fn count(l: &Layout) -> u64 {
     let h = n(l.hidden);
     let norm = l.norm.params(h);
     let attn = attention(l);
+    let linear_attn = l.linear.map_or(0, |la| la.params(l.hidden));
     let dense = mlp(l, l.intermediate, l.mlp_bias);
     let moe = l.moe.as_ref().map(|m| (moe_block(l, m), &m.moe_layers));
     let mut blocks: u128 = 0;
     for layer in 0..l.layers as usize {
+        let mixer = match (&l.blocks, l.linear) {
+            (Some(b), Some(_)) if b.get(layer) == Some(&BlockCache::None) => linear_attn,
+            _ => attn,
+        };
         let ffn = match &moe {
             Some((block, which)) if which.get(layer).copied().unwrap_or(false) => *block,
             _ => dense,
         };
         blocks = blocks
-            .saturating_add(attn)
+            .saturating_add(mixer)
             .saturating_add(ffn)
             .saturating_add(norm * n(l.norms_per_layer));
     }
