@@ -139,4 +139,24 @@ mod tests {
         let got = kv_cache_bytes(&a, 1, 32768, KvDtype::Fp16, Engine::Vllm, 512);
         assert_eq!(got, per_layer_token * (5.0 * 1024.0 + 32768.0));
     }
+
+    /// Blocks without a KV cache hold none at any length; their fixed state is per sequence,
+    /// 16-bit in transformers and f32 in llama.cpp.
+    #[test]
+    fn recurrent_blocks_hold_a_fixed_state_instead_of_kv() {
+        use crate::memory::arch::{BlockCache, CacheLayout};
+        let mut a = llama31_8b();
+        let mut blocks = vec![BlockCache::None; 32];
+        blocks[3] = BlockCache::Full;
+        a.cache = Some(CacheLayout {
+            blocks,
+            state_elements: 1000.0,
+        });
+        let one_layer = 2.0 * 1024.0 * 2.0;
+        let kv = kv_cache_bytes(&a, 2, 4096, KvDtype::Fp16, Engine::Transformers, 1);
+        assert_eq!(kv, one_layer * 2.0 * 4096.0);
+        assert_eq!(state_bytes(&a, 3, Engine::Transformers), 6000.0);
+        assert_eq!(state_bytes(&a, 3, Engine::LlamaCpp), 12000.0);
+        assert_eq!(state_bytes(&llama31_8b(), 3, Engine::Vllm), 0.0);
+    }
 }
