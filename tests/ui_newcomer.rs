@@ -356,3 +356,116 @@ fn comfyui_needs_the_same_on_every_card_and_streams_when_short() {
     assert!(v.contains("slower"), "{v}");
     assert!(result(&mut h).fits);
 }
+
+/// Ctrl+Z and the Undo button step back over every kind of change: a knob, "Apply plan",
+/// "Open workload…" and the top bar's GPU picker (issue 22 item 5).
+#[test]
+fn undo_steps_back_over_knobs_apply_open_and_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("game.toml");
+    std::fs::write(
+        &file,
+        "[gpu]\nvram_gib = 8\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\n",
+    )
+    .unwrap();
+    let mut h = planner_on(LLAMA_8B_3060);
+    h.state_mut().state.planner.dialogs =
+        vram_doctor::ui::files::Dialogs(Box::new(common_app::Picks(file)));
+    let start = h.state().state.planner.workload.clone();
+    assert!(
+        h.get_by_label("Undo").accesskit_node().is_disabled(),
+        "nothing to undo yet"
+    );
+
+    h.get_by_role_and_label(Role::Slider, "Batch size")
+        .set_value_accesskit(8.0);
+    h.run();
+    let knob = h.state().state.planner.workload.clone();
+    assert_eq!(knob.run.batch, Some(8));
+    h.get_by_label("Apply plan").click();
+    h.run();
+    let applied = h.state().state.planner.workload.clone();
+    assert_ne!(applied, knob);
+    h.get_by_label("Open workload…").click();
+    h.run();
+    let opened = h.state().state.planner.workload.clone();
+    assert_eq!(opened.run.task, Some(vram_doctor::memory::Task::Game));
+    h.get_by_role_and_label(Role::ComboBox, "GPU").click();
+    h.run();
+    type_slowly(&mut h, "4090");
+    h.key_press(Key::Enter);
+    h.run();
+    assert_ne!(h.state().state.planner.workload.gpu, opened.gpu);
+
+    // Back, newest first: the keyboard twice, the button twice.
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    h.run();
+    assert_eq!(h.state().state.planner.workload, opened);
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    h.run();
+    assert_eq!(h.state().state.planner.workload, applied);
+    h.get_by_label("Undo").click();
+    h.run();
+    assert_eq!(h.state().state.planner.workload, knob);
+    h.get_by_label("Undo").click();
+    h.run();
+    assert_eq!(h.state().state.planner.workload, start);
+    assert!(h.get_by_label("Undo").accesskit_node().is_disabled());
+}
+
+/// The doctor's "Open in planner" opens the workload the message is about, whatever kind the
+/// planner showed: a training fix opens LLM training, the card the size the message reports
+/// (not a preset of another size under that size), and one Ctrl+Z brings the planner back.
+#[test]
+fn open_in_planner_opens_the_messages_workload_and_is_undone() {
+    let mut h = planner_on(
+        "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\n",
+    );
+    let flux = h.state().state.planner.workload.clone();
+    let fields: std::collections::BTreeMap<String, String> = [
+        ("run.checkpointing", "full"),
+        ("gpu.vram_gib", "11.76"),
+        ("run.engine", "transformers"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let s = &mut h.state_mut().state;
+    s.tab = Tab::Doctor;
+    s.doctor.open_in_planner = Some(fields);
+    h.run();
+    let s = &h.state().state;
+    assert_eq!(s.tab, Tab::Planner);
+    let w = &s.planner.workload;
+    assert_eq!(w.run.task, Some(vram_doctor::memory::Task::Training));
+    assert_ne!(w.model, flux.model, "an LLM, not the Flux model");
+    assert_eq!(
+        (w.gpu.preset.as_deref(), w.gpu.vram_gib),
+        (None, Some(11.76))
+    );
+    let shown = h
+        .get_by_role_and_label(Role::ComboBox, "GPU")
+        .accesskit_node()
+        .value()
+        .unwrap_or_default();
+    assert!(
+        shown.contains("11.76 GiB") && !shown.contains("4090"),
+        "the picker shows {shown:?}"
+    );
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    h.run();
+    assert_eq!(h.state().state.planner.workload, flux);
+
+    // Fields that name no kind keep the one shown; a card size close to the preset's keeps it.
+    let mut h = planner_on(LLAMA_8B_3060);
+    let fields = [("run.batch", "1"), ("gpu.vram_gib", "11.76")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    h.state_mut().state.tab = Tab::Doctor;
+    h.state_mut().state.doctor.open_in_planner = Some(fields);
+    h.run();
+    let w = &h.state().state.planner.workload;
+    assert_eq!(w.run.task, None);
+    assert_eq!(w.gpu.preset.as_deref(), Some("rtx-3060-12gb"));
+}

@@ -22,6 +22,104 @@ pub struct GpuSection {
     pub host: Option<String>,
 }
 
+/// The kind of workload a set of fields is about, when they tell: the doctor's "open in
+/// planner" fields often name no task (`run.weights = "nf4"`), and the planner must not apply
+/// them to whatever kind happens to be shown (issue 22: an LLM fix rewrote a Flux workload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldsKind {
+    /// A training knob (optimizer, checkpointing, ZeRO …).
+    Training,
+    /// An LLM field or engine, inference or training.
+    Llm,
+    Diffusion,
+    Game,
+}
+
+/// `run.*` fields only one kind of workload has (`RunSection`; `run.lora_rank`, `run.batch`,
+/// `run.weights` … are shared and tell nothing).
+const TRAINING_FIELDS: &[&str] = &[
+    "method",
+    "precision",
+    "optimizer",
+    "checkpointing",
+    "lora_targets",
+    "grad_accum",
+    "zero_stage",
+    "offload",
+    "loss",
+];
+const LLM_FIELDS: &[&str] = &[
+    "seq",
+    "prompt",
+    "kv_cache",
+    "gpu_memory_utilization",
+    "ubatch",
+    "gpu_layers",
+    "cpu_moe_layers",
+    "kv_offload",
+    "fit_target_mib",
+    "objective",
+];
+const DIFFUSION_FIELDS: &[&str] = &[
+    "width",
+    "height",
+    "vae_tiling",
+    "frames",
+    "cfg",
+    "vae_slicing",
+    "vae_decode",
+    "tiny_vae",
+    "vram_mode",
+    "cpu_offload",
+    "text_encoder_weights",
+    "text_encoder_on_cpu",
+    "loras",
+    "controlnets",
+    "ip_adapter",
+    "reserve_vram_gib",
+];
+const GAME_FIELDS: &[&str] = &[
+    "resolution",
+    "texture_quality",
+    "ray_tracing",
+    "frame_generation",
+    "upscaler",
+];
+
+/// What `fields` (`"run.seq" = "8192"` …) say about the kind of workload: `run.task` itself
+/// when given, else the kind whose own fields they set (training before LLM), else the family
+/// of `run.engine`; `None` when they fit any kind.
+pub fn fields_kind(fields: &std::collections::BTreeMap<String, String>) -> Option<FieldsKind> {
+    if let Some(t) = fields.get("run.task").and_then(|t| t.parse::<Task>().ok()) {
+        return Some(match t {
+            Task::Training => FieldsKind::Training,
+            Task::Diffusion => FieldsKind::Diffusion,
+            Task::Game => FieldsKind::Game,
+            _ => FieldsKind::Llm,
+        });
+    }
+    let has = |list: &[&str]| {
+        fields
+            .keys()
+            .filter_map(|k| k.strip_prefix("run."))
+            .any(|k| list.contains(&k))
+    };
+    let engine = fields
+        .get("run.engine")
+        .and_then(|e| e.parse::<Engine>().ok());
+    if has(TRAINING_FIELDS) {
+        Some(FieldsKind::Training)
+    } else if has(DIFFUSION_FIELDS) || matches!(engine, Some(Engine::ComfyUi | Engine::Diffusers)) {
+        Some(FieldsKind::Diffusion)
+    } else if has(GAME_FIELDS) {
+        Some(FieldsKind::Game)
+    } else if has(LLM_FIELDS) || engine.is_some() {
+        Some(FieldsKind::Llm)
+    } else {
+        None
+    }
+}
+
 /// `[model]` as written in a workload file: a preset, a file, or the architecture itself.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -63,8 +63,9 @@ impl VramDoctorApp {
     }
 }
 
-impl eframe::App for VramDoctorApp {
-    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+impl VramDoctorApp {
+    /// One frame: the top bar and the current tab.
+    fn frame_ui(&mut self, ui: &mut egui::Ui) {
         let s = &mut self.state;
         i18n::set_lang(s.lang);
         // The machine's cards are read once, with the monitor's source finder.
@@ -87,6 +88,14 @@ impl eframe::App for VramDoctorApp {
         });
         if s.tab != Tab::Monitor {
             s.monitor.hide();
+        }
+        // Ctrl+Z steps the planner back, unless a text field has the keyboard (it has its own).
+        let ctx = ui.ctx().clone();
+        if s.tab == Tab::Planner
+            && !ctx.egui_wants_keyboard_input()
+            && ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Z))
+        {
+            s.planner.undo();
         }
         match s.tab {
             Tab::Planner => s.planner.ui(ui),
@@ -115,6 +124,15 @@ impl eframe::App for VramDoctorApp {
             s.doctor.show_run(&outcome);
             s.tab = Tab::Doctor;
         }
+    }
+}
+
+impl eframe::App for VramDoctorApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let before = self.state.planner.snapshot();
+        self.frame_ui(ui);
+        let pressing = ui.input(|i| i.pointer.any_down());
+        self.state.planner.record(before, pressing);
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {

@@ -24,6 +24,13 @@ impl PlannerView {
             if ui.button(tr("Save workload…")).clicked() {
                 self.save();
             }
+            if ui
+                .add_enabled(self.can_undo(), egui::Button::new(tr("Undo")))
+                .on_hover_text(tr("Ctrl+Z: back one change of the workload"))
+                .clicked()
+            {
+                self.undo();
+            }
         });
         if ui
             .button(tr("Open model file…"))

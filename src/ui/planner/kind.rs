@@ -4,7 +4,7 @@
 use super::PlannerView;
 use crate::catalog::Catalog;
 use crate::memory::Task;
-use crate::memory::workload::{ModelSection, RunSection};
+use crate::memory::workload::{FieldsKind, ModelSection, RunSection, fields_kind};
 use crate::ui::catalog::Pick;
 use crate::ui::i18n::tr;
 use egui::Ui;
@@ -17,6 +17,11 @@ use std::collections::BTreeMap;
 const START_MODEL: &str = "llama-3.1-8b";
 const START_DIFFUSION: &str = "sdxl";
 const START_GAME: &str = "cyberpunk-2077";
+
+/// How far a reported card size may be from a preset's and still be that card: drivers report
+/// a little less than the marketing size (a 24 GB RTX 4090: 23.99 GiB; a 12 GB RTX 3060:
+/// 11.76 GiB in PyTorch's message).
+const PRESET_SIZE_SLACK: f64 = 0.03;
 
 /// The kinds the selector offers, as the task each sets, with their labels.
 const KINDS: [(Task, &str); 4] = [
@@ -120,20 +125,44 @@ impl PlannerView {
         self.workload.run.task = Some(task);
     }
 
-    /// Opens workload fields handed over by another tab (the doctor's "Open in planner"):
-    /// a `run.task` of another kind switches to it first, as the kind selector does, so the
-    /// fields land on that kind's model; on error the planner is left as it was.
+    /// Opens workload fields handed over by another tab (the doctor's "Open in planner") on
+    /// the kind they are about: their `run.task`, or the kind their fields or engine belong to
+    /// (`fields_kind`: a training knob opens training, an LLM engine an LLM, whatever kind was
+    /// shown), switching as the kind selector does so the fields land on that kind's model. A
+    /// card size the message reports replaces a preset of another size (the preset's name would
+    /// then name a card that does not exist). On error the planner is left as it was.
     pub fn open_fields(&mut self, fields: &BTreeMap<String, String>) -> Result<(), String> {
-        let task = fields
+        let explicit = fields
             .get("run.task")
             .map(|t| t.parse::<Task>())
             .transpose()?;
+        let shown = Family::of(self.workload.run.task);
+        let task = explicit.or(match fields_kind(fields) {
+            Some(FieldsKind::Training) => Some(Task::Training),
+            Some(FieldsKind::Diffusion) => Some(Task::Diffusion),
+            Some(FieldsKind::Game) => Some(Task::Game),
+            Some(FieldsKind::Llm) if shown != Family::Llm => Some(Task::Inference),
+            _ => None,
+        });
         let kept = (self.workload.clone(), self.parked.clone());
         if let Some(t) = task {
             self.set_task(t);
         }
         match self.workload.with_fields(fields) {
-            Ok(w) => {
+            Ok(mut w) => {
+                if fields.contains_key("gpu.vram_gib") && !fields.contains_key("gpu.preset") {
+                    let cat = Catalog::get();
+                    let other_size = |p: &String| {
+                        cat.gpu(p).ok().is_none_or(|g| {
+                            w.gpu.vram_gib.is_some_and(|v| {
+                                (v - g.vram_gib).abs() > PRESET_SIZE_SLACK * g.vram_gib
+                            })
+                        })
+                    };
+                    if w.gpu.preset.as_ref().is_some_and(other_size) {
+                        w.gpu.preset = None;
+                    }
+                }
                 self.workload = w;
                 Ok(())
             }

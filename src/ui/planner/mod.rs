@@ -13,6 +13,7 @@ mod game;
 mod kind;
 mod llm;
 mod summary;
+mod undo;
 
 use super::files::Dialogs;
 use super::i18n::tr;
@@ -35,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 pub use summary::verdict;
+pub use undo::Snapshot;
 
 /// What a first start shows: a common consumer card (the workload-file example's in
 /// `DESIGN.md`); the catalog's first when it is missing.
@@ -66,6 +68,9 @@ pub struct PlannerView {
     shown: Shown,
     #[serde(skip)]
     pub dialogs: Dialogs,
+    /// Steps back (Ctrl+Z, Undo); not kept between sessions.
+    #[serde(skip)]
+    history: undo::History,
 }
 
 /// The resolved knobs the inputs show.
@@ -150,6 +155,7 @@ impl Default for PlannerView {
             cache: None,
             shown: Shown::default(),
             dialogs: Dialogs::default(),
+            history: undo::History::default(),
         }
     }
 }
