@@ -322,31 +322,41 @@ fn frames_until(
     panic!("{what} did not happen within 10 s");
 }
 
+/// The app on the monitor with "Watch a command…" open.
+fn watch_panel() -> Harness<'static, VramDoctorApp> {
+    let mut h = app(Some(Tab::Monitor));
+    h.run();
+    h.get_by_label("Watch a command…").click();
+    h.run();
+    h
+}
+
+/// Types `text` into the field labelled `label`, as a user who clicked into it.
+fn type_into(h: &mut Harness<'static, VramDoctorApp>, label: &str, text: &str) {
+    h.get_by_label(label).focus();
+    h.step();
+    h.get_by_label(label).type_text(text);
+    h.step();
+}
+
 /// The monitor's "Watch a command…": a command line typed into the panel runs as a child,
 /// its output shows, and when it fails with an out-of-memory line the doctor tab opens with
 /// the failure read and the wizard started; the child is gone afterwards.
 #[test]
 fn a_watched_command_that_fails_opens_the_doctor_with_its_diagnosis() {
     let dir = tempfile::tempdir().unwrap();
-    let mut h = app(Some(Tab::Monitor));
-    h.run();
-    h.get_by_label("Watch a command…").click();
-    h.run();
+    let mut h = watch_panel();
     // Starting with no command line says what to do and starts nothing.
     h.get_by_label("Start").click();
     h.run();
     h.get_by_label("Type a command line first.");
-    h.get_by_label("Command line").focus();
-    h.step();
-    h.get_by_label("Command line").type_text(
+    type_into(
+        &mut h,
+        "Command line",
         "echo 'epoch 1'; echo $$ > pid; sleep 0.3; \
          echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.05 GiB is free.' >&2; exit 3",
     );
-    h.get_by_label("Working directory").focus();
-    h.step();
-    h.get_by_label("Working directory")
-        .type_text(dir.path().to_str().unwrap());
-    h.step();
+    type_into(&mut h, "Working directory", dir.path().to_str().unwrap());
     h.get_by_label("Start").click();
     h.step();
     assert!(h.state().state.monitor.watch.active(), "the run started");
@@ -383,15 +393,8 @@ fn a_watched_command_that_fails_opens_the_doctor_with_its_diagnosis() {
 /// Stop ends a watched command that would run for a minute, and a clean end opens nothing.
 #[test]
 fn stop_ends_a_watched_command_and_nothing_opens() {
-    let mut h = app(Some(Tab::Monitor));
-    h.run();
-    h.get_by_label("Watch a command…").click();
-    h.run();
-    h.get_by_label("Command line").focus();
-    h.step();
-    h.get_by_label("Command line")
-        .type_text("echo started; sleep 60");
-    h.step();
+    let mut h = watch_panel();
+    type_into(&mut h, "Command line", "echo started; sleep 60");
     h.get_by_label("Start").click();
     h.step();
     frames_until(&mut h, "the run starting", |a| {
