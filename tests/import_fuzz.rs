@@ -139,6 +139,9 @@ fn hf_config(d: &[u8]) -> Result<(), String> {
 fn model_index(d: &[u8]) -> Result<(), String> {
     from_bytes::model_index(d).map(drop)
 }
+fn comfy_workflow(d: &[u8]) -> Result<(), String> {
+    from_bytes::comfy_workflow(d).map(drop)
+}
 
 fn iterations() -> usize {
     std::env::var("IMPORT_FUZZ_ITERS")
@@ -229,6 +232,17 @@ fn fuzz_model_index() {
     );
 }
 
+/// ComfyUI workflows: the JSON seeds mutated as values and as bytes, the PNG seed as bytes.
+#[test]
+fn fuzz_comfy_workflow() {
+    let corpus = seeds("comfy_workflow");
+    let (png, json): (Vec<_>, Vec<_>) = corpus.into_iter().partition(|c| c.starts_with(b"\x89PNG"));
+    assert!(!png.is_empty() && !json.is_empty());
+    fuzz_json("comfy_workflow", comfy_workflow, json.clone(), 0xC0F1);
+    fuzz_bytes("comfy_workflow", comfy_workflow, json, 0xC0F2);
+    fuzz_bytes("comfy_workflow png", comfy_workflow, png, 0xC0F3);
+}
+
 /// The seeds must be valid files, or the mutations above explore nothing.
 #[test]
 fn seeds_parse() {
@@ -240,6 +254,9 @@ fn seeds_parse() {
     }
     for s in seeds("hf_config") {
         hf_config(&s).unwrap();
+    }
+    for s in seeds("comfy_workflow") {
+        from_bytes::comfy_workflow(&s).unwrap();
     }
     for s in seeds("model_index") {
         model_index(&s).unwrap();

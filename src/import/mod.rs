@@ -5,6 +5,7 @@
 //! length and count by the file's real size before allocating, and answers a truncated, corrupt
 //! or hostile file with a one-line error naming the file and the problem.
 
+pub mod comfy;
 pub mod diffusers;
 pub mod gguf;
 mod gguf_model;
@@ -85,6 +86,11 @@ pub mod from_bytes {
     pub fn hf_config(data: &[u8]) -> Result<ImportedModel, String> {
         let text = std::str::from_utf8(data).map_err(|e| format!("config.json: not UTF-8: {e}"))?;
         hf_config::parse(text, "config.json", "input").map(escaped)
+    }
+
+    /// A ComfyUI workflow: UI or API JSON, or a PNG with one embedded.
+    pub fn comfy_workflow(data: &[u8]) -> Result<comfy::Workflow, String> {
+        comfy::parse(data)
     }
 
     pub fn model_index(data: &[u8]) -> Result<DiffusersPipeline, String> {
