@@ -1,5 +1,6 @@
 //! Planning speed: one estimate, and a whole plan (estimate + cheapest fitting combination +
-//! largest batch + longest sequence), for workloads that fit and workloads that need a plan.
+//! largest batch + longest sequence), for workloads that fit and workloads that need a plan,
+//! and llama.cpp's --fit search on its own.
 //! Run: `cargo bench --bench plan_speed`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -27,6 +28,14 @@ fn bench(c: &mut Criterion) {
             "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"qwen2.5-32b\"\n[run]\nweights = \"q8_0\"\nseq = 32768\n",
         ),
         (
+            "inference_needs_offload",
+            "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"qwen2.5-14b\"\n[run]\nengine = \"llama-cpp\"\nweights = \"q4_k_m\"\nseq = 16384\n",
+        ),
+        (
+            "moe_needs_cpu_experts",
+            "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"qwen3-30b-a3b\"\n[run]\nengine = \"llama-cpp\"\nweights = \"q4_k_m\"\nseq = 16384\n",
+        ),
+        (
             "training_needs_plan",
             "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nbatch = 8\nseq = 4096\n",
         ),
@@ -42,6 +51,14 @@ fn bench(c: &mut Criterion) {
         });
         c.bench_function(&format!("plan/{name}"), |b| {
             b.iter(|| plan::plan(black_box(&w)))
+        });
+    }
+    // llama.cpp's --fit search alone (plan::fit: -ngl / --n-cpu-moe / context), what the
+    // planner reruns for each position of a GPU-layers or context slider.
+    for (name, text) in &cases[2..4] {
+        let w = workload(text);
+        c.bench_function(&format!("fit/{name}"), |b| {
+            b.iter(|| plan::fit::fit(black_box(&w)))
         });
     }
     // What the planner tab recomputes while a slider moves: resolve + plan_any, the path of

@@ -45,6 +45,12 @@ const LLAMA_SERVER_FLAGS: &[&str] = &[
     "--batch-size",
     "-ub",
     "--ubatch-size",
+    "-ncmoe",
+    "--n-cpu-moe",
+    "-cmoe",
+    "--cpu-moe",
+    "-nkvo",
+    "--no-kv-offload",
     "--host",
     "--port",
 ];
@@ -270,6 +276,16 @@ const FIXTURES: &[(&str, &str)] = &[
     (
         "llamacpp",
         "[gpu]\nvram_gib = 12\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nweights = \"q4_k_m\"\nseq = 32768\nbatch = 2\n",
+    ),
+    // Issue 17's example; DDR5 because on the default DDR4-3200 host the split decodes below
+    // the 5 tokens/s threshold and the plan quantizes instead.
+    (
+        "llamacpp-split",
+        "[gpu]\npreset = \"rtx-4060\"\nhost = \"ddr5-6000-2ch\"\nhost_ram_gib = 32\n[model]\npreset = \"qwen2.5-14b\"\n[run]\nengine = \"llama-cpp\"\nweights = \"q4_k_m\"\nseq = 16384\n",
+    ),
+    (
+        "llamacpp-moe",
+        "[gpu]\npreset = \"rtx-4060\"\nhost_ram_gib = 64\n[model]\npreset = \"qwen3-30b-a3b\"\n[run]\nengine = \"llama-cpp\"\nweights = \"q4_k_m\"\nseq = 16384\n",
     ),
     (
         "vllm",
@@ -632,6 +648,99 @@ fn ollama_modelfile_uses_real_parameters() {
     }
 }
 
+/// `LLMLoadModelConfig` fields (and `GPUSetting` inside `gpu`), from lmstudio-js
+/// `packages/lms-shared-types/src/llm/LLMLoadModelConfig.ts`.
+const LM_STUDIO_CONFIG: &[&str] = &[
+    "gpu",
+    "contextLength",
+    "flashAttention",
+    "offloadKVCacheToGpu",
+    "evalBatchSize",
+    "maxParallelPredictions",
+    "llamaKCacheQuantizationType",
+    "llamaVCacheQuantizationType",
+];
+const LM_STUDIO_GPU: &[&str] = &["ratio", "numCpuExpertLayersRatio"];
+
+/// The `key: value` pairs of the LM Studio export's `config: { … }` block.
+fn lm_studio_config(text: &str) -> Vec<(String, String)> {
+    let block = text
+        .split_once("config: {\n")
+        .and_then(|(_, rest)| rest.split_once("\n  },"))
+        .map(|(b, _)| b)
+        .expect("a config block");
+    block
+        .lines()
+        .filter_map(|l| l.trim().trim_end_matches(',').split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn lm_studio_load_uses_real_fields_and_carries_the_split() {
+    let mut seen_split = false;
+    let mut seen_experts = false;
+    for (name, k, text) in all_exports() {
+        if k != ExportKind::LmStudio {
+            continue;
+        }
+        assert!(brackets_balance(&text), "{name}");
+        let cfg = lm_studio_config(&text);
+        for (key, value) in &cfg {
+            assert!(LM_STUDIO_CONFIG.contains(&key.as_str()), "{name}: {key}");
+            if key == "gpu" {
+                let inner = value.trim_start_matches("{ ").trim_end_matches(" }");
+                for part in inner.split(", ") {
+                    let (g, v) = part.split_once(": ").unwrap();
+                    assert!(LM_STUDIO_GPU.contains(&g), "{name}: gpu.{g}");
+                    // LLMLlamaAccelerationOffloadRatio: 0..=1, "max" or "off".
+                    assert!(
+                        v == "\"max\""
+                            || v == "\"off\""
+                            || v.parse::<f64>().is_ok_and(|x| (0.0..=1.0).contains(&x)),
+                        "{name}: {part}"
+                    );
+                }
+            }
+        }
+        let (w, r) = fixture(&name);
+        let AnyWorkload::Llm(p) = planned(&w, &r) else {
+            panic!("LLM")
+        };
+        let get = |k: &str| cfg.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("contextLength"), Some(p.run.seq.to_string()), "{name}");
+        // The GPU share is the plan's -ngl over every layer, as the llama-server export says.
+        let total = p.model.layers + 1;
+        let ngl = p.run.gpu_layers.unwrap_or(total).min(total);
+        let gpu = get("gpu").unwrap();
+        if ngl < total {
+            seen_split = true;
+            let ratio: f64 = gpu
+                .split("ratio: ")
+                .nth(1)
+                .and_then(|v| v.split([',', ' ']).next())
+                .and_then(|v| v.parse().ok())
+                .expect("a numeric ratio for a split");
+            assert!(
+                (ratio * f64::from(total) - f64::from(ngl)).abs() < 0.5,
+                "{name}: {ratio} of {total} is not -ngl {ngl}"
+            );
+            let server = render(ExportKind::LlamaCpp, &w, &r);
+            assert!(server.contains(&format!("-ngl {ngl} ")), "{server}");
+        } else {
+            assert!(gpu.contains("ratio: \"max\""), "{name}: {gpu}");
+        }
+        if p.run.cpu_moe_layers > 0 {
+            seen_experts = true;
+            assert!(gpu.contains("numCpuExpertLayersRatio"), "{name}: {gpu}");
+        }
+    }
+    assert!(
+        seen_split && seen_experts,
+        "fixtures cover a split and CPU experts"
+    );
+}
+
 #[test]
 fn llama_server_context_covers_every_slot() {
     let (w, r) = fixture("llamacpp");
@@ -775,6 +884,7 @@ const GOLDEN: &[(&str, ExportKind)] = &[
     ("train-qlora", ExportKind::Peft),
     ("llamacpp", ExportKind::LlamaCpp),
     ("llamacpp", ExportKind::Ollama),
+    ("llamacpp-split", ExportKind::LmStudio),
     ("vllm", ExportKind::Vllm),
     ("transformers", ExportKind::Transformers),
     ("comfyui", ExportKind::ComfyUi),

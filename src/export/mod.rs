@@ -1,5 +1,5 @@
 //! Exports: a plan turned into the exact settings of the tool the user runs (DeepSpeed,
-//! Hugging Face Trainer, accelerate, PEFT, llama.cpp, ollama, vLLM, transformers, ComfyUI,
+//! Hugging Face Trainer, accelerate, PEFT, llama.cpp, ollama, LM Studio, vLLM, transformers, ComfyUI,
 //! diffusers), allocator advice, and a Markdown/JSON report of the plan.
 //!
 //! Every export is rendered from the *planned* workload: the workload with the plan's strategies
@@ -13,6 +13,7 @@ pub mod deepspeed;
 pub mod diffusers;
 pub mod hf_training;
 pub mod llama_cpp;
+pub mod lm_studio;
 pub mod ollama;
 pub mod peft;
 pub mod report;
@@ -41,6 +42,7 @@ choice!(
         Peft = "peft" | "lora" | "loraconfig",
         LlamaCpp = "llama.cpp" | "llama-server" | "llamacpp" | "llama-cpp",
         Ollama = "ollama" | "modelfile",
+        LmStudio = "lm-studio" | "lmstudio" | "lms",
         Vllm = "vllm",
         Transformers = "transformers",
         ComfyUi = "comfyui",
@@ -62,6 +64,7 @@ impl ExportKind {
             ExportKind::Peft => "peft_config.py",
             ExportKind::LlamaCpp => "llama-server.sh",
             ExportKind::Ollama => "Modelfile",
+            ExportKind::LmStudio => "lmstudio-load.ts",
             ExportKind::Vllm => "vllm-serve.sh",
             ExportKind::Transformers => "load_model.py",
             ExportKind::ComfyUi => "comfyui.sh",
@@ -83,6 +86,7 @@ impl ExportKind {
             ExportKind::AccelerateFsdp => "yaml",
             ExportKind::Report => "markdown",
             ExportKind::Ollama => "text",
+            ExportKind::LmStudio => "typescript",
             _ => "sh",
         }
     }
@@ -142,7 +146,7 @@ fn kinds_of(w: &AnyWorkload, os: Os) -> Vec<ExportKind> {
             }
         }
         AnyWorkload::Llm(l) => match l.run.engine {
-            Engine::LlamaCpp => k.extend([K::LlamaCpp, K::Ollama]),
+            Engine::LlamaCpp => k.extend([K::LlamaCpp, K::Ollama, K::LmStudio]),
             Engine::Vllm => k.push(K::Vllm),
             _ => {
                 k.push(K::Transformers);
@@ -204,6 +208,7 @@ pub fn render_for(
         (ExportKind::Peft, AnyWorkload::Llm(l)) => peft::render(l),
         (ExportKind::LlamaCpp, AnyWorkload::Llm(l)) => llama_cpp::render(l),
         (ExportKind::Ollama, AnyWorkload::Llm(l)) => ollama::render(l),
+        (ExportKind::LmStudio, AnyWorkload::Llm(l)) => lm_studio::render(l),
         (ExportKind::Vllm, AnyWorkload::Llm(l)) => vllm::render(l),
         (ExportKind::Transformers, AnyWorkload::Llm(l)) => transformers::render(l),
         (ExportKind::ComfyUi, AnyWorkload::Diffusion(d)) => comfyui::render(d),
