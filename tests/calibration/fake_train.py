@@ -14,6 +14,9 @@ Not visible to this counter (documented, not modelled here): memory allocated in
 (cuBLAS workspace; flash-attention backward's fp32 `dq_accum`), bitsandbytes 4-bit weights and
 8-bit optimizer states (`Params4bit` cannot wrap a FakeTensor), the CUDA context. Workloads that
 need them (`qlora`, `adamw-8bit`) are refused with exit status 2, never simulated wrongly.
+Attention runs PyTorch's CPU path for scaled_dot_product_attention (fake *cpu* tensors), not
+the kernel a GPU would pick (flash or memory-efficient attention, whose saved tensors differ),
+so the attention part of a row is approximate: the rest of the step is exact.
 
 Usage:
   fake_train.py WORKLOAD.toml... [--out FILE.jsonl]    simulate, one JSON row per workload
