@@ -43,6 +43,13 @@ fn config_counts_match_published_parameter_counts() {
         ("gemma-2-9b.json", 9_241_705_984), // four norms per block
         ("gemma-3-1b-it.json", 999_885_952), // gemma3_text at the top level
         ("gemma-3-4b-it.json", 4_300_079_472), // text_config + SigLIP tower + projector
+        // Hub safetensors total "7.06B": CLIP ViT-L/14-336 tower, two-layer projector,
+        // Vicuna text_config that lists only what differs from LlamaConfig.
+        ("llava-1.5-7b-hf.json", 7_063_427_072),
+        // Hub safetensors total "8.29B": text fields at the top level, Qwen2.5-VL ViT with its
+        // patch merger. The config as vendored by a public Qwen-Image loader
+        // (QWEN2_5_VL_CONFIG_JSON), the same in every counted field as the Hub's.
+        ("qwen2.5-vl-7b-instruct.json", 8_292_166_656),
         ("phi-3-mini-4k-instruct.json", 3_821_079_552),
         ("gpt2.json", 124_439_808),            // biases, wpe, tied head
         ("pythia-160m.json", 162_322_944),     // Pythia paper, Table 1 row "160M"
@@ -56,6 +63,31 @@ fn config_counts_match_published_parameter_counts() {
         assert_eq!(m.arch.params, *want as f64, "{file}");
         assert_eq!(m.source, imp::SourceFormat::HfConfig);
     }
+}
+
+/// A vision-language config is counted whole and says what the plan leaves out.
+#[test]
+fn vision_language_configs_note_the_image_tokens() {
+    for file in [
+        "llava-1.5-7b-hf.json",
+        "qwen2.5-vl-7b-instruct.json",
+        "gemma-3-4b-it.json",
+    ] {
+        let m = config(file);
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.contains("image tokens are not planned")),
+            "{file}: {:?}",
+            m.notes
+        );
+    }
+    assert!(
+        config("llama-3.1-8b.json")
+            .notes
+            .iter()
+            .all(|n| !n.contains("image"))
+    );
 }
 
 /// Models whose published size is only given rounded: the shape count must round to it.
@@ -272,11 +304,18 @@ fn unmodelled_parts_are_refused_by_name() {
         let e = imp::from_bytes::hf_config(text.as_bytes()).unwrap_err();
         assert!(e.contains(want), "{extra}: {e}");
     }
+    // A vision tower or wrapper not in presets/hf_vision.toml is refused by name, never
+    // counted as text only.
     let llava = format!(
-        r#"{{"model_type":"llava","text_config":{{"model_type":"llama",{base}}},"vision_config":{{"model_type":"clip_vision_model"}}}}"#
+        r#"{{"model_type":"llava","text_config":{{"model_type":"llama",{base}}},"vision_config":{{"model_type":"blip_vision_model"}}}}"#
     );
     let e = imp::from_bytes::hf_config(llava.as_bytes()).unwrap_err();
-    assert!(e.contains("clip_vision_model"), "{e}");
+    assert!(e.contains("blip_vision_model"), "{e}");
+    let other = format!(
+        r#"{{"model_type":"vipllava","text_config":{{"model_type":"llama",{base}}},"vision_config":{{"model_type":"clip_vision_model"}}}}"#
+    );
+    let e = imp::from_bytes::hf_config(other.as_bytes()).unwrap_err();
+    assert!(e.contains("wrapper \"vipllava\""), "{e}");
 }
 
 /// layer_types declares the windowed layers for any model type, not only Gemma's.

@@ -5,7 +5,8 @@
 //! `n_layer` …); per-`model_type` conventions (biases, norms, MLP shape, defaults the published
 //! files rely on) are data in `presets/hf_architectures.toml`.
 
-use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm, Vision};
+use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm};
+use super::hf_vision;
 use super::{ImportedModel, SourceFormat};
 use crate::memory::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
 use crate::memory::dtype::WeightFormat;
@@ -103,6 +104,10 @@ struct Convention {
     expanded_kv_key: Option<String>,
     #[serde(default)]
     defaults: BTreeMap<String, toml::Value>,
+    /// Other model types with this same layout (the text model of a vision-language wrapper,
+    /// `qwen2_5_vl_text` is Qwen2's).
+    #[serde(default)]
+    also: Vec<String>,
 }
 
 fn no_bias() -> BiasRule {
@@ -113,23 +118,36 @@ fn conventions() -> Result<&'static BTreeMap<String, Convention>, String> {
     static TABLE: OnceLock<Result<BTreeMap<String, Convention>, String>> = OnceLock::new();
     TABLE
         .get_or_init(|| {
-            toml::from_str(include_str!("../../presets/hf_architectures.toml"))
-                .map_err(|e| format!("presets/hf_architectures.toml: {e}"))
+            let mut t: BTreeMap<String, Convention> =
+                toml::from_str(include_str!("../../presets/hf_architectures.toml"))
+                    .map_err(|e| format!("presets/hf_architectures.toml: {e}"))?;
+            let aliases: Vec<(String, Convention)> = t
+                .values()
+                .flat_map(|c| c.also.iter().map(move |a| (a.clone(), c.clone())))
+                .collect();
+            for (name, c) in aliases {
+                if t.insert(name.clone(), c).is_some() {
+                    return Err(format!(
+                        "presets/hf_architectures.toml: {name} is both a type and another's `also`"
+                    ));
+                }
+            }
+            Ok(t)
         })
         .as_ref()
         .map_err(Clone::clone)
 }
 
 /// The config object (or its `text_config`) with the class defaults behind it.
-struct Cfg<'a> {
-    v: &'a Value,
-    defaults: &'a BTreeMap<String, toml::Value>,
-    origin: &'a str,
+pub(super) struct Cfg<'a> {
+    pub(super) v: &'a Value,
+    pub(super) defaults: &'a BTreeMap<String, toml::Value>,
+    pub(super) origin: &'a str,
 }
 
 impl Cfg<'_> {
     /// The first of `keys` that is set (not null), looking at the class defaults last.
-    fn raw(&self, keys: &[&str]) -> Option<(String, Value)> {
+    pub(super) fn raw(&self, keys: &[&str]) -> Option<(String, Value)> {
         for k in keys {
             match self.v.get(*k) {
                 Some(Value::Null) | None => {}
@@ -144,7 +162,7 @@ impl Cfg<'_> {
         None
     }
 
-    fn u32(&self, keys: &[&str]) -> Result<Option<u32>, String> {
+    pub(super) fn u32(&self, keys: &[&str]) -> Result<Option<u32>, String> {
         match self.raw(keys) {
             None => Ok(None),
             Some((k, v)) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
@@ -158,16 +176,16 @@ impl Cfg<'_> {
         }
     }
 
-    fn need(&self, keys: &[&str]) -> Result<u32, String> {
+    pub(super) fn need(&self, keys: &[&str]) -> Result<u32, String> {
         self.u32(keys)?
             .ok_or_else(|| format!("{}: {} is missing", self.origin, keys[0]))
     }
 
-    fn bool(&self, key: &str) -> Option<bool> {
+    pub(super) fn bool(&self, key: &str) -> Option<bool> {
         self.raw(&[key]).and_then(|(_, v)| v.as_bool())
     }
 
-    fn str(&self, key: &str) -> Option<String> {
+    pub(super) fn str(&self, key: &str) -> Option<String> {
         self.raw(&[key])
             .and_then(|(_, v)| v.as_str().map(str::to_string))
     }
@@ -226,14 +244,27 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         .unwrap_or_default()
         .to_string();
     let mut notes = Vec::new();
-    // Multimodal configs (Gemma 3, LLaVA, Mistral 3 …) nest the language model in text_config.
+    // Multimodal configs (Gemma 3, LLaVA, Mistral 3 …) nest the language model in text_config;
+    // Qwen2-VL and Qwen2.5-VL as published keep its fields at the top level next to
+    // vision_config.
+    let vision_v = root.get("vision_config").filter(|v| v.is_object());
+    let wrapper = match vision_v {
+        Some(_) => Some(hf_vision::wrapper(&top_type)?.ok_or_else(|| {
+            format!(
+                "{origin}: the vision-language wrapper {} (its vision tower and projector) is not modelled by this program (the known ones are in presets/hf_vision.toml), so its memory cannot be planned",
+                super::reader::shown(&top_type)
+            )
+        })?),
+        None => None,
+    };
     let text_v = root
         .get("text_config")
         .filter(|t| t.is_object())
         .unwrap_or(&root);
     let nested = !std::ptr::eq(text_v, &root);
-    let text_type = match text_v.get("model_type").and_then(|t| t.as_str()) {
-        Some(t) if nested => t.to_string(),
+    let text_type = match (text_v.get("model_type").and_then(|t| t.as_str()), wrapper) {
+        (Some(t), _) if nested => t.to_string(),
+        (_, Some(w)) => w.text.clone(),
         _ if nested && table.contains_key(&format!("{top_type}_text")) => {
             format!("{top_type}_text")
         }
@@ -253,38 +284,34 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
             super::reader::shown(&text_type)
         ));
     };
+    let defaults = if nested && wrapper.is_some() {
+        hf_vision::text_defaults(&text_type, &conv.defaults)?
+    } else {
+        conv.defaults.clone()
+    };
     let cfg = Cfg {
         v: text_v,
-        defaults: &conv.defaults,
+        defaults: &defaults,
         origin,
     };
     unmodelled(&root, &cfg, conv)
         .map_err(|feature| format!("{origin}: {feature} is not modelled by this program, so its memory cannot be planned (exit rather than a wrong figure)"))?;
-    let layout = layout(&cfg, conv, &text_type)?;
-    let mut vision_params = 0u64;
-    if let Some(vc) = root.get("vision_config").filter(|v| v.is_object()) {
-        match vision(vc, origin)? {
-            Some(v) => {
-                vision_params = hf_count::vision_params(&v).saturating_add(projector(
-                    &top_type,
-                    vc,
-                    v.hidden,
-                    layout.hidden,
-                    origin,
-                )?);
-            }
-            None => {
-                return Err(format!(
-                    "{origin}: the vision tower (vision_config model_type {}) is not modelled by this program (only SigLIP towers are), so its memory cannot be planned",
-                    super::reader::shown(
-                        vc.get("model_type")
-                            .and_then(Value::as_str)
-                            .unwrap_or("not stated")
-                    )
-                ));
-            }
-        }
+    let mut layout = layout(&cfg, conv, &text_type)?;
+    if let Some(w) = wrapper.filter(|_| nested) {
+        layout.tied = w.tied(&root, text_v);
     }
+    let vision_params = match (wrapper, vision_v) {
+        (Some(w), Some(vc)) => {
+            let top = Cfg {
+                v: &root,
+                defaults: &BTreeMap::new(),
+                origin,
+            };
+            notes.push("the vision tower and projector are counted in the weights; the activations of the image tokens are not planned: count each image's tokens in the context".into());
+            hf_vision::params(w, &top, vc, layout.hidden)?
+        }
+        _ => 0,
+    };
     let count = hf_count::count(&layout).saturating_add(vision_params);
     if cfg.u32(&["num_nextn_predict_layers"])?.unwrap_or(0) > 0 {
         notes.push("the multi-token-prediction layers (num_nextn_predict_layers) are not counted: inference engines skip them by default".into());
@@ -703,74 +730,6 @@ fn moe(
         router_bias,
         expert_bias: conv.expert_bias,
         moe_layers,
-    }))
-}
-
-/// Parameters of the projector from the vision tower into the language model, for the wrappers
-/// whose projector is known; any other wrapper is refused rather than counted without it.
-fn projector(
-    wrapper: &str,
-    vc: &Value,
-    vision_hidden: u32,
-    text_hidden: u32,
-    origin: &str,
-) -> Result<u64, String> {
-    let (v, t) = (u64::from(vision_hidden), u64::from(text_hidden));
-    match wrapper {
-        // Gemma3MultiModalProjector: mm_input_projection_weight [vision, text] and
-        // mm_soft_emb_norm (RMS, vision width) (modeling_gemma3.py).
-        "gemma3" => Ok(v * t + v),
-        // PaliGemmaMultiModalProjector: Linear(vision hidden, projection_dim, bias=True)
-        // (modeling_paligemma.py); SiglipVisionConfig projection_dim defaults to 2048.
-        "paligemma" => {
-            let p = vc
-                .get("projection_dim")
-                .and_then(Value::as_u64)
-                .unwrap_or(2048);
-            Ok(v * p + p)
-        }
-        other => Err(format!(
-            "{origin}: the vision-language wrapper {} (its projector from the vision tower) is not modelled by this program, so its memory cannot be planned",
-            super::reader::shown(other)
-        )),
-    }
-}
-
-/// A SigLIP vision tower (Gemma 3, PaliGemma), from `vision_config`.
-fn vision(vc: &Value, origin: &str) -> Result<Option<Vision>, String> {
-    let ty = vc
-        .get("model_type")
-        .and_then(|t| t.as_str())
-        .unwrap_or_default();
-    if ty != "siglip_vision_model" {
-        return Ok(None);
-    }
-    // SiglipVisionConfig defaults (configuration_siglip.py).
-    let defaults: BTreeMap<String, toml::Value> = [
-        ("hidden_size", 768),
-        ("intermediate_size", 3072),
-        ("num_hidden_layers", 12),
-        ("num_channels", 3),
-        ("image_size", 224),
-        ("patch_size", 16),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), toml::Value::Integer(v)))
-    .collect();
-    let c = Cfg {
-        v: vc,
-        defaults: &defaults,
-        origin,
-    };
-    let patch = c.need(&["patch_size"])?.max(1);
-    Ok(Some(Vision {
-        hidden: c.need(&["hidden_size"])?,
-        intermediate: c.need(&["intermediate_size"])?,
-        layers: c.need(&["num_hidden_layers"])?,
-        channels: c.need(&["num_channels"])?,
-        patch,
-        patches: (c.need(&["image_size"])? / patch).saturating_pow(2),
-        head: c.bool("vision_use_head").unwrap_or(true),
     }))
 }
 

@@ -155,19 +155,6 @@ pub struct Layout {
     pub state_elements: u64,
 }
 
-/// A SigLIP vision tower (transformers `modeling_siglip.py` SiglipVisionTransformer).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Vision {
-    pub hidden: u32,
-    pub intermediate: u32,
-    pub layers: u32,
-    pub channels: u32,
-    pub patch: u32,
-    pub patches: u32,
-    /// The attention-pooling head (`vision_use_head`).
-    pub head: bool,
-}
-
 fn n(x: u32) -> u128 {
     u128::from(x)
 }
@@ -286,58 +273,4 @@ pub fn count(l: &Layout) -> u64 {
             .saturating_add(positions)
             .saturating_add(norm),
     )
-}
-
-/// Parameters of a SigLIP vision tower.
-pub fn vision_params(v: &Vision) -> u64 {
-    let (h, i) = (n(v.hidden), n(v.intermediate));
-    let patch_embed = linear(n(v.channels) * n(v.patch) * n(v.patch), h, true);
-    let positions = n(v.patches) * h;
-    let layer_norm = 2 * h;
-    let attn = 4 * linear(h, h, true);
-    let mlp = linear(h, i, true) + linear(i, h, true);
-    let layer = 2 * layer_norm + attn + mlp;
-    let mut total = patch_embed + positions + n(v.layers).saturating_mul(layer) + layer_norm;
-    if v.head {
-        // SiglipMultiheadAttentionPoolingHead: probe, nn.MultiheadAttention, LayerNorm, MLP.
-        total += h + linear(h, 3 * h, true) + linear(h, h, true) + layer_norm + mlp;
-    }
-    to_u64(total)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn siglip_tower_with_and_without_its_pooling_head() {
-        // hidden 4, intermediate 8, 1 layer, 3 channels, patch 2, 4 patches.
-        let v = Vision {
-            hidden: 4,
-            intermediate: 8,
-            layers: 1,
-            channels: 3,
-            patch: 2,
-            patches: 4,
-            head: false,
-        };
-        let patch_embed = 3 * 2 * 2 * 4 + 4;
-        let positions = 4 * 4;
-        let layer = 2 * 8 + 4 * (16 + 4) + (32 + 8) + (32 + 4);
-        let post_norm = 8;
-        assert_eq!(
-            vision_params(&v),
-            patch_embed + positions + layer + post_norm
-        );
-        // Head: probe 4, in_proj 3·16 + 12, out_proj 16 + 4, norm 8, MLP 40 + 36.
-        let head = 4 + 60 + 20 + 8 + 76;
-        let with_head = Vision {
-            head: true,
-            ..v.clone()
-        };
-        assert_eq!(
-            vision_params(&with_head),
-            patch_embed + positions + layer + post_norm + head
-        );
-    }
 }

@@ -11,6 +11,7 @@ pub mod gguf;
 mod gguf_model;
 pub mod hf_config;
 mod hf_count;
+mod hf_vision;
 mod reader;
 pub mod safetensors;
 
