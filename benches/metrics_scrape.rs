@@ -6,11 +6,11 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use vram_doctor::telemetry::detect::Detectors;
-use vram_doctor::telemetry::history::History;
 use vram_doctor::telemetry::prometheus::http::{self, Url};
 use vram_doctor::telemetry::prometheus::{Exporter, Limits, exporter};
-use vram_doctor::telemetry::{MemorySample, ProcessSample, Snapshot, Source, demo::DemoSource};
+use vram_doctor::telemetry::{
+    MemorySample, ProcessSample, Session, Snapshot, Source, demo::DemoSource,
+};
 
 /// Eight cards with 32 processes each: the process series' bound per GPU, every label filled.
 fn busy_machine() -> Snapshot {
@@ -44,17 +44,14 @@ fn busy_machine() -> Snapshot {
 }
 
 fn bench(c: &mut Criterion) {
-    let snap = busy_machine();
-    let mut history = History::default();
-    history.push(&snap);
-    let mut detectors = Detectors::default();
-    detectors.check(&history, &snap);
+    let mut session = Session::default();
+    session.push(busy_machine());
     c.bench_function("render_metrics_8_gpus_256_processes", |b| {
-        b.iter(|| black_box(exporter::render(&snap, &detectors, None)))
+        b.iter(|| black_box(exporter::render(&session, None)))
     });
 
     let e = Exporter::start("127.0.0.1:0", Limits::default()).expect("listen on loopback");
-    let text = exporter::render(&snap, &detectors, None);
+    let text = exporter::render(&session, None);
     let size = text.len();
     e.publish(text);
     let url = Url::parse(&format!("http://{}/metrics", e.local_addr())).unwrap();

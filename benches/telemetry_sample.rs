@@ -9,11 +9,9 @@ mod fake_nvml;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use vram_doctor::telemetry::Source;
 use vram_doctor::telemetry::demo::DemoSource;
-use vram_doctor::telemetry::detect::Detectors;
-use vram_doctor::telemetry::history::History;
 use vram_doctor::telemetry::nvml::NvmlSource;
+use vram_doctor::telemetry::{Session, Source};
 
 /// A busy desktop: two GPUs, a training run and four other processes.
 const SCENARIO: &str = "gpus = 2
@@ -42,19 +40,15 @@ fn bench(c: &mut Criterion) {
     let mut demo = DemoSource::new(1);
     c.bench_function("demo_sample", |b| b.iter(|| black_box(demo.sample())));
 
-    // What the monitor does with each snapshot besides reading it: history and detectors.
-    let mut history = History::default();
-    let mut detectors = Detectors::default();
+    // What the monitor does with each snapshot besides reading it: its session (history,
+    // detectors, alerts), after an hour of readings.
+    let mut session = Session::default();
     let mut demo = DemoSource::new(2);
     for _ in 0..3600 {
-        history.push(&demo.sample());
+        session.push(demo.sample());
     }
     c.bench_function("history_and_detectors_per_sample", |b| {
-        b.iter(|| {
-            let s = demo.sample();
-            history.push(&s);
-            black_box(detectors.check(&history, &s))
-        })
+        b.iter(|| black_box(session.push(demo.sample())))
     });
 }
 

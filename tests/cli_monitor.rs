@@ -7,6 +7,10 @@ mod fake_nvml;
 
 #[cfg(target_os = "linux")]
 use fake_nvml::FakeNvml;
+
+#[cfg(target_os = "linux")]
+#[path = "common/fake_amd.rs"]
+mod fake_amd;
 use std::process::{Command, Output};
 use vram_doctor::telemetry::{Snapshot, SourceKind};
 
@@ -190,5 +194,41 @@ fn auto_detection_finds_the_library_named_in_the_environment() {
     assert_eq!(
         (s.source, s.gpus[0].name.as_str()),
         (SourceKind::Nvml, "Found By Detect")
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_machine_with_nvidia_and_amd_cards_shows_both() {
+    let fake = FakeNvml::new("gpu0.name = Fake RTX 4090\ngpu0.used_mib = 8000\n");
+    let dir = tempfile::tempdir().unwrap();
+    fake_amd::SECOND_VENDOR.write(&dir.path().join("drm"));
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+            .arg("monitor")
+            .args(args)
+            .env("VRAM_DOCTOR_NVML_LIB", &fake.lib)
+            .env("VRAM_DOCTOR_DRM_ROOT", dir.path().join("drm"))
+            .output()
+            .expect("run vram-doctor");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let table = run(&["--once"]);
+    assert!(
+        table.contains("NVIDIA (NVML) + AMD (sysfs)")
+            && table.contains("0   Fake RTX 4090")
+            && table.contains("1   AMD GPU 1002:744C"),
+        "{table}"
+    );
+    let s: Snapshot = serde_json::from_str(run(&["--once", "--json"]).trim()).unwrap();
+    let gpus: Vec<(&str, Option<SourceKind>)> =
+        s.gpus.iter().map(|g| (g.name.as_str(), g.source)).collect();
+    assert_eq!(
+        gpus,
+        [
+            ("Fake RTX 4090", None),
+            ("AMD GPU 1002:744C", Some(SourceKind::Amd))
+        ]
     );
 }

@@ -16,11 +16,10 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
-use vram_doctor::telemetry::detect::{AlertKind, Detectors};
-use vram_doctor::telemetry::history::History;
+use vram_doctor::telemetry::detect::AlertKind;
 use vram_doctor::telemetry::prometheus::PrometheusSource;
 use vram_doctor::telemetry::prometheus::http::{self, Url, encode_query};
-use vram_doctor::telemetry::{Source, SourceState};
+use vram_doctor::telemetry::{Session, Source, SourceState};
 
 const MIB: u64 = 1 << 20;
 const DCGM_HOST: &str = "gpu-node-b";
@@ -322,12 +321,10 @@ fn prometheus_scrapes_both_and_the_monitor_reads_two_hosts_back_and_survives_a_r
             .iter()
             .any(|p| p.pid == 4242 && p.used == Some(20000 * MIB))
     );
-    let mut history = History::default();
-    let mut detectors = Detectors::default();
+    let mut session = Session::default();
     let mut alerts = Vec::new();
     for snap in back.iter().chain([&s]) {
-        history.push(snap);
-        alerts.extend(detectors.check(&history, snap));
+        alerts.extend(session.push(snap.clone()));
     }
     let full_ones: Vec<&str> = alerts
         .iter()
@@ -350,7 +347,7 @@ fn prometheus_scrapes_both_and_the_monitor_reads_two_hosts_back_and_survives_a_r
     assert!(why.contains(&prom.port.to_string()), "{why}");
     assert_eq!(gone.gpus.len(), 4);
     assert!(gone.gpus.iter().all(|g| g.memory.is_none()));
-    history.push(&gone);
+    session.push(gone);
 
     // It comes back (same storage): the source finds it again on its own.
     prom.spawn();
@@ -359,11 +356,16 @@ fn prometheus_scrapes_both_and_the_monitor_reads_two_hosts_back_and_survives_a_r
         Duration::from_secs(60),
         || {
             let s = src.sample();
-            history.push(&s);
-            s.state == SourceState::Ok && s.gpus.iter().filter(|g| g.memory.is_some()).count() == 4
+            let back = s.state == SourceState::Ok
+                && s.gpus.iter().filter(|g| g.memory.is_some()).count() == 4;
+            session.push(s);
+            back
         },
     );
-    let h = history.gpu(full.uuid.as_deref().unwrap()).unwrap();
+    let h = session
+        .history()
+        .gpu(full.uuid.as_deref().unwrap())
+        .unwrap();
     assert!(
         h.recent().iter().any(|p| p.used.is_none()),
         "the outage is a gap in the history"

@@ -5,13 +5,18 @@
 #[path = "common/fake_nvml.rs"]
 mod fake_nvml;
 
+#[path = "common/fake_amd.rs"]
+mod fake_amd;
+
+use fake_amd::SECOND_VENDOR;
 use fake_nvml::{FakeNvml, Variant};
 use std::time::Duration;
-use vram_doctor::telemetry::detect::{AlertKind, Detectors};
-use vram_doctor::telemetry::history::History;
+use vram_doctor::telemetry::combined::Combined;
+use vram_doctor::telemetry::detect::AlertKind;
 use vram_doctor::telemetry::nvml::{NvmlSource, PCIE_EVERY};
 use vram_doctor::telemetry::{
-    GpuStatus, ProcessKind, Sampler, Snapshot, Source, SourceKind, SourceState, ThrottleReason,
+    GpuStatus, Probe, ProcessKind, Sampler, Session, Snapshot, Source, SourceKind, SourceState,
+    ThrottleReason, detect_all,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -216,12 +221,10 @@ fn gpu_lost_mid_run_then_back() {
         );
     }
     // The detectors turn this into one "lost" alert and one "back" alert.
-    let mut history = History::default();
-    let mut detectors = Detectors::default();
+    let mut session = Session::default();
     let mut kinds = vec![];
     for s in &snaps {
-        history.push(s);
-        kinds.extend(detectors.check(&history, s).into_iter().map(|a| a.kind));
+        kinds.extend(session.push(s.clone()).into_iter().map(|a| a.kind));
     }
     assert_eq!(kinds, vec![AlertKind::GpuLost, AlertKind::GpuBack]);
 
@@ -320,4 +323,67 @@ fn faults_injected_at_a_sample_make_metrics_absent_for_that_sample_only() {
                 .all(|s| s.state.is_ok() && s.gpus[0].status == GpuStatus::Ok)
         );
     }
+}
+
+/// A machine with an NVIDIA card (the fake NVML) and an AMD card (a fake sysfs tree).
+fn two_vendor_probe(fake: &FakeNvml, dir: &std::path::Path) -> Probe {
+    SECOND_VENDOR.write(&dir.join("drm"));
+    Probe {
+        nvml_lib: Some(fake.lib.clone()),
+        drm_root: dir.join("drm"),
+        proc_root: dir.join("proc"),
+    }
+}
+
+#[test]
+fn detection_lists_every_vendor_and_reads_them_as_one_machine() {
+    let fake = FakeNvml::new("gpu0.name = Fake RTX 4090\ngpu0.used_mib = 8000\n");
+    let dir = tempfile::tempdir().unwrap();
+    let probe = two_vendor_probe(&fake, dir.path());
+    let kinds = |p: &Probe| -> Result<Vec<SourceKind>, SourceState> {
+        Ok(detect_all(p)?.iter().map(|s| s.kind()).collect())
+    };
+    assert_eq!(kinds(&probe), Ok(vec![SourceKind::Nvml, SourceKind::Amd]));
+
+    let mut machine = Combined::of(detect_all(&probe).unwrap());
+    let s = machine.sample();
+    assert_eq!(s.state, SourceState::Ok);
+    let gpus: Vec<(u32, &str, Option<SourceKind>, Option<u64>)> = s
+        .gpus
+        .iter()
+        .map(|g| (g.index, g.name.as_str(), g.source, g.memory.map(|m| m.used)))
+        .collect();
+    assert_eq!(
+        gpus,
+        [
+            (0, "Fake RTX 4090", None, Some(8000 * MIB)),
+            (1, "AMD GPU 1002:744C", Some(SourceKind::Amd), Some(2 << 30)),
+        ]
+    );
+    assert_eq!(s.source_label(), "NVIDIA (NVML) + AMD (sysfs)");
+    // Histories are kept apart: the two cards have their own keys.
+    let mut session = Session::default();
+    session.push(s);
+    assert_eq!(session.history().iter().count(), 2);
+
+    // Each vendor alone, and neither: NVML's reason is the one given.
+    let nvidia_only = Probe {
+        drm_root: dir.path().join("no-drm"),
+        ..probe.clone()
+    };
+    assert_eq!(kinds(&nvidia_only), Ok(vec![SourceKind::Nvml]));
+    let amd_only = Probe {
+        nvml_lib: Some(dir.path().join("no-libnvidia-ml.so.1")),
+        ..probe.clone()
+    };
+    assert_eq!(kinds(&amd_only), Ok(vec![SourceKind::Amd]));
+    let neither = Probe {
+        drm_root: dir.path().join("no-drm"),
+        ..amd_only
+    };
+    assert!(
+        matches!(kinds(&neither), Err(SourceState::NoDriver(_))),
+        "{:?}",
+        kinds(&neither)
+    );
 }

@@ -17,6 +17,14 @@ use vram_doctor::ui::monitor::MonitorView;
 mod common_app;
 use common_app::Picks;
 
+#[cfg(target_os = "linux")]
+#[path = "common/fake_nvml.rs"]
+mod fake_nvml;
+
+#[cfg(target_os = "linux")]
+#[path = "common/fake_amd.rs"]
+mod fake_amd;
+
 const GIB: u64 = 1 << 30;
 
 fn snapshot(t_s: u64, used_gib: u64) -> Snapshot {
@@ -125,6 +133,39 @@ fn pause_stops_taking_readings() {
     h.run();
     h.get_by_label("6.00 GiB of 24.00 GiB in use");
     assert!(h.query_by_label("18.00 GiB of 24.00 GiB in use").is_none());
+}
+
+/// The machine the next test's detection looks at (a `Detect` is a plain function).
+#[cfg(target_os = "linux")]
+static MACHINE: std::sync::OnceLock<vram_doctor::telemetry::Probe> = std::sync::OnceLock::new();
+
+#[cfg(target_os = "linux")]
+fn two_vendors() -> Result<Box<dyn Source>, SourceState> {
+    let probe = MACHINE.get().expect("the test sets the machine first");
+    vram_doctor::telemetry::detect_all(probe).map(vram_doctor::telemetry::combined::Combined::of)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn an_nvidia_and_an_amd_card_in_one_machine_both_show() {
+    let fake = fake_nvml::FakeNvml::new("gpu0.name = Fake RTX 4090\ngpu0.used_mib = 8000\n");
+    let dir = tempfile::tempdir().unwrap();
+    fake_amd::SECOND_VENDOR.write(&dir.path().join("drm"));
+    MACHINE
+        .set(vram_doctor::telemetry::Probe {
+            nvml_lib: Some(fake.lib.clone()),
+            drm_root: dir.path().join("drm"),
+            proc_root: dir.path().join("proc"),
+        })
+        .unwrap();
+    let mut v = MonitorView::default();
+    v.feed.detect = two_vendors;
+    let mut h = harness(v);
+    wait_for(&mut h, "GPU 1: ");
+    h.get_by_label("GPU 0: Fake RTX 4090");
+    h.get_by_label("GPU 1: AMD GPU 1002:744C");
+    h.get_by_label("2.00 GiB of 24.00 GiB in use");
+    h.get_by_label("Source: NVIDIA (NVML) + AMD (sysfs)");
 }
 
 #[test]

@@ -4,14 +4,14 @@
 
 use crate::printable::printable;
 use crate::telemetry::demo::DemoSource;
-use crate::telemetry::detect::{Alert, Detectors};
-use crate::telemetry::history::History;
+use crate::telemetry::detect::Alert;
 use crate::telemetry::nvml::NvmlSource;
 use crate::telemetry::prometheus::{self, Exporter, Limits, Predicted, PrometheusSource};
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::telemetry::replay::ReplaySource;
 use crate::telemetry::{
-    GpuSample, GpuStatus, ProcessKind, Sampler, Snapshot, Source, SourceState, detect,
+    GpuSample, GpuStatus, ProcessKind, Sampler, Session, SessionConfig, Snapshot, Source,
+    SourceState, detect,
 };
 use crate::units::human;
 use clap::Args;
@@ -22,6 +22,9 @@ use std::time::Duration;
 
 /// Exit status when there is no GPU to monitor (not bad input: the flags were fine).
 pub const EXIT_NO_GPU: u8 = 1;
+
+/// Alerts listed under the table: the newest few, so the table keeps its place on screen.
+const ALERTS_SHOWN: usize = 5;
 
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
@@ -214,56 +217,48 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
     let live_screen = !a.json && !a.once && terminal;
     // A server's log is not flooded with a table a second; the table is for people.
     let print = a.json || exporter.is_none() || terminal;
-    let mut history = History::default();
-    let mut detectors = Detectors::default();
-    let mut alerts: Vec<Alert> = Vec::new();
+    let mut session = Session::new(SessionConfig {
+        alerts_kept: ALERTS_SHOWN,
+        ..SessionConfig::default()
+    });
     let mut shown = 0u64;
     let mut out = std::io::stdout().lock();
     for snap in feed.by_ref() {
         if snap.state == SourceState::Ended {
             break;
         }
-        history.push(&snap);
-        let new = detectors.check(&history, &snap);
         if let Some(r) = recorder.as_mut() {
             r.write(&snap)?;
         }
+        let new = session.push(snap);
+        let Some(snap) = session.latest() else {
+            continue;
+        };
         if let Some(e) = &exporter {
-            e.publish(prometheus::exporter::render(
-                &snap,
-                &detectors,
-                predicted.as_ref(),
-            ));
+            e.publish(prometheus::exporter::render(&session, predicted.as_ref()));
+        }
+        // Without the table, alerts go to stderr as they come.
+        if !print || a.json {
+            for al in &new {
+                eprintln!(
+                    "alert: {}: {}",
+                    printable(&al.gpu_name),
+                    printable(&al.message)
+                );
+            }
         }
         let text = if !print {
-            for al in &new {
-                eprintln!(
-                    "alert: {}: {}",
-                    printable(&al.gpu_name),
-                    printable(&al.message)
-                );
-            }
             String::new()
         } else if a.json {
-            let mut line = serde_json::to_string(&snap).map_err(|e| e.to_string())?;
+            let mut line = serde_json::to_string(snap).map_err(|e| e.to_string())?;
             line.push('\n');
-            for al in &new {
-                eprintln!(
-                    "alert: {}: {}",
-                    printable(&al.gpu_name),
-                    printable(&al.message)
-                );
-            }
             line
         } else {
-            alerts.extend(new);
-            let keep = alerts.len().saturating_sub(5);
-            alerts.drain(..keep);
             let mut t = String::new();
             if live_screen {
                 t.push_str("\x1b[2J\x1b[H");
             }
-            t.push_str(&render(&snap, secs, &alerts));
+            t.push_str(&render(snap, secs, session.alerts()));
             t
         };
         // A closed pipe (`| head`) ends the command quietly.
@@ -437,7 +432,7 @@ fn render_gpu(g: &GpuSample) -> String {
 pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert]) -> String {
     let mut t = format!(
         "vram-doctor monitor - {} - {} UTC",
-        s.source.label(),
+        s.source_label(),
         clock(s.time_ms)
     );
     if interval > 0.0 {

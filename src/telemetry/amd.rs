@@ -42,11 +42,6 @@ pub struct AmdSource {
 }
 
 impl AmdSource {
-    /// The real system: `/sys/class/drm` and `/proc`.
-    pub fn system() -> Self {
-        Self::new(Path::new("/sys/class/drm"), Path::new("/proc"))
-    }
-
     /// Reads the cards under `drm_root` (a `/sys/class/drm` look-alike) and processes under `proc_root`.
     pub fn new(drm_root: &Path, proc_root: &Path) -> Self {
         let mut cards = Vec::new();
@@ -307,25 +302,26 @@ fn scan_processes(proc_root: &Path) -> HashMap<String, Vec<ProcessSample>> {
     out
 }
 
+#[cfg(all(test, unix))]
+#[path = "../../tests/common/fake_amd.rs"]
+mod fake_amd;
+
 #[cfg(all(test, unix))] // the fake tree uses Unix symlinks
 mod tests {
     use super::*;
 
-    fn write(path: &Path, text: &str) {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
+    use fake_amd::{FakeCard, write};
 
     /// A fake `/sys/class/drm` with one AMD card, one Intel card, and a connector entry.
     fn fake_tree(root: &Path) {
-        let dev = root.join("drm/card1/device");
-        write(&dev.join("vendor"), "0x1002\n");
-        write(
-            &dev.join("uevent"),
-            "DRIVER=amdgpu\nPCI_ID=1002:744C\nPCI_SLOT_NAME=0000:03:00.0\n",
-        );
-        write(&dev.join("mem_info_vram_total"), "25753026560\n");
-        write(&dev.join("mem_info_vram_used"), "4294967296\n");
+        let dev = FakeCard {
+            card: 1,
+            pci_id: "1002:744C",
+            slot: "0000:03:00.0",
+            vram_total: 25_753_026_560,
+            vram_used: 4 << 30,
+        }
+        .write(&root.join("drm"));
         write(&dev.join("mem_info_gtt_total"), "33554432000\n");
         write(&dev.join("mem_info_gtt_used"), "104857600\n");
         write(&dev.join("gpu_busy_percent"), "87\n");

@@ -88,6 +88,7 @@ impl DemoSource {
             uuid: Some(format!("DEMO-{:08x}", self.seed as u32)),
             name: "DEMO GeForce RTX 4090 (synthetic data)".into(),
             host: None,
+            source: None,
             status: GpuStatus::Ok,
             memory: Some(MemorySample {
                 total: TOTAL_MIB * MIB,

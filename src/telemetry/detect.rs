@@ -169,8 +169,9 @@ impl Detectors {
         }
     }
 
-    /// Checks the newest snapshot; `history` must already contain it.
-    pub fn check(&mut self, history: &History, snap: &Snapshot) -> Vec<Alert> {
+    /// Checks the newest snapshot; `history` must already contain it. Front ends go through a
+    /// [`super::Session`], which keeps the two together.
+    pub(super) fn check(&mut self, history: &History, snap: &Snapshot) -> Vec<Alert> {
         let mut out = Vec::new();
         for g in &snap.gpus {
             let key = g.key();

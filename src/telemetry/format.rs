@@ -271,6 +271,7 @@ pub fn parse_csv_row(line: &str) -> Result<CsvRow, String> {
         uuid: (!f[4].is_empty()).then(|| f[4].clone()),
         name: f[5].clone(),
         host: None,
+        source: None,
         status: from_name::<GpuStatus>(&f[6])
             .ok_or_else(|| format!("unknown status {:?}", f[6]))?,
         memory,

@@ -2,30 +2,33 @@
 //! channel, bounded history, recording and replay, and detectors that turn history into alerts.
 //! Domain layer: no egui here; the GUI and `vram-doctor monitor` sit on top.
 //!
-//! How a front end uses it (the GUI does the same on its update loop with `try_recv`):
+//! How a front end uses it (the GUI does the same on its update loop with `try_recv`): a
+//! [`Session`] holds the history, runs the detectors and keeps the alerts.
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use vram_doctor::telemetry::{Sampler, detect_or_demo};
-//! use vram_doctor::telemetry::{detect::Detectors, history::History, record::Recorder};
+//! use vram_doctor::telemetry::{Sampler, Session, SessionConfig, detect_or_demo};
+//! use vram_doctor::telemetry::record::Recorder;
 //! let (sampler, rx) = Sampler::start(detect_or_demo(1), Duration::from_secs(1));
-//! let mut history = History::default();
-//! let mut detectors = Detectors::default();
+//! let mut session = Session::new(SessionConfig::default());
 //! let mut recorder = Recorder::open("run.jsonl".as_ref(), 128 << 20).ok();
 //! for snap in rx.iter().take(10) {
-//!     history.push(&snap);
-//!     for alert in detectors.check(&history, &snap) {
+//!     if let Some(r) = recorder.as_mut() {
+//!         r.write(&snap).expect("the recording is written");
+//!     }
+//!     println!("{} GPU(s) from {}; {}", snap.gpus.len(), snap.source_label(), snap.state.message());
+//!     for alert in session.push(snap) {
 //!         println!("{}: {}", alert.gpu_name, alert.message);
 //!     }
-//!     if let Some(r) = recorder.as_mut() {
-//!         let _ = r.write(&snap);
-//!     }
-//!     println!("{} GPU(s) from {}; {}", snap.gpus.len(), snap.source.label(), snap.state.message());
 //! }
 //! sampler.stop();
 //! ```
+//!
+//! A new kind of GPU source implements [`Source`] in a module of its own and is one step in
+//! [`source::detect_all`]; everything above it (sessions, recording, the exporter) is unchanged.
 
 pub mod amd;
+pub mod combined;
 pub mod demo;
 pub mod detect;
 pub mod format;
@@ -37,6 +40,7 @@ pub mod record;
 pub mod replay;
 pub mod sample;
 pub mod sampler;
+pub mod session;
 pub mod source;
 #[cfg(windows)]
 pub mod windows;
@@ -46,4 +50,5 @@ pub use sample::{
     SourceKind, SourceState, ThrottleReason,
 };
 pub use sampler::Sampler;
-pub use source::{Source, detect, detect_or_demo};
+pub use session::{Session, SessionConfig};
+pub use source::{Probe, Source, detect, detect_all, detect_or_demo};

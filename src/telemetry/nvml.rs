@@ -285,6 +285,7 @@ impl Pass<'_> {
             uuid: cache.uuid.clone(),
             name: cache.name.clone().unwrap_or_else(|| format!("GPU {index}")),
             host: None,
+            source: None,
             status: GpuStatus::Ok,
             memory,
             shared: None,

@@ -233,6 +233,11 @@ pub struct GpuSample {
     /// for this machine's own GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The source that read this GPU where it is not the snapshot's own: the GPUs of a second
+    /// vendor in the same machine, merged by [`super::combined::Combined`]. `None` = the
+    /// snapshot's source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceKind>,
     pub status: GpuStatus,
     pub memory: Option<MemorySample>,
     pub shared: Option<SharedMemory>,
@@ -271,6 +276,26 @@ pub struct Snapshot {
     pub source: SourceKind,
     pub state: SourceState,
     pub gpus: Vec<GpuSample>,
+}
+
+impl Snapshot {
+    /// Every source that read this snapshot, its own first: `[Nvml, Amd]` for a machine with
+    /// GPUs of both vendors.
+    pub fn sources(&self) -> Vec<SourceKind> {
+        let mut out = vec![self.source];
+        for k in self.gpus.iter().filter_map(|g| g.source) {
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        out
+    }
+
+    /// The sources' labels joined: "NVIDIA (NVML) + AMD (sysfs)".
+    pub fn source_label(&self) -> String {
+        let labels: Vec<&str> = self.sources().into_iter().map(SourceKind::label).collect();
+        labels.join(" + ")
+    }
 }
 
 #[cfg(test)]

@@ -24,11 +24,13 @@ pub mod timeline;
 pub mod tree;
 
 use crate::doctor::{Context, Diagnosis, Knowledge, Reading, View, WizardState};
-use crate::telemetry::detect::{Alert, Detectors};
-use crate::telemetry::history::{History, HistoryConfig};
+use crate::telemetry::detect::Alert;
+use crate::telemetry::history::HistoryConfig;
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::telemetry::sample::now_ms;
-use crate::telemetry::{Sampler, Snapshot, Source, SourceKind, SourceState};
+use crate::telemetry::{
+    Sampler, Session, SessionConfig, Snapshot, Source, SourceKind, SourceState,
+};
 use evidence::Evidence;
 use process::{CommandSpec, Exit, Running};
 use scan::{Incident, Scanner};
@@ -221,7 +223,7 @@ pub struct Watch {
     tx: Option<SyncSender<Msg>>,
     recorders: Vec<Recorder>,
     record_error: Option<String>,
-    session: Session,
+    session: RunState,
     command: String,
     source: SourceKind,
     started: Instant,
@@ -273,19 +275,17 @@ impl Watch {
             tx: Some(tx),
             recorders,
             record_error: None,
-            session: Session {
+            session: RunState {
                 membership: Membership::new(std::process::id(), pid),
                 timeline: Timeline::new(start_ms),
-                history: History::new(HistoryConfig {
-                    recent: 36_000,
-                    ..HistoryConfig::default()
+                telemetry: Session::new(SessionConfig {
+                    history: HistoryConfig {
+                        recent: 36_000,
+                        ..HistoryConfig::default()
+                    },
+                    alerts_kept: MAX_ALERTS,
+                    focus_pid: Some(pid),
                 }),
-                detectors: {
-                    let mut d = Detectors::default();
-                    d.focus_pid = Some(pid);
-                    d
-                },
-                alerts: Vec::new(),
                 scanner: Scanner::new(kb),
                 source_state: SourceState::Ok,
                 start_ms,
@@ -522,30 +522,24 @@ fn wait_exit(running: &mut Running) -> Exit {
 }
 
 /// The state of one watched run, fed by the loop above.
-struct Session {
+struct RunState {
     membership: Membership,
     timeline: Timeline,
-    history: History,
-    detectors: Detectors,
-    alerts: Vec<Alert>,
+    /// The monitor's history, detectors and alerts over the run's own readings.
+    telemetry: Session,
     scanner: Scanner,
     source_state: SourceState,
     start_ms: u64,
 }
 
-/// Alerts kept at most (each detector fires once per episode, so this is generous).
+/// Alerts kept at most, the newest (each detector fires once per episode, so this is generous).
 const MAX_ALERTS: usize = 256;
 
-impl Session {
+impl RunState {
     fn sample(&mut self, s: &Snapshot) {
         self.source_state = s.state.clone();
         let seen = self.timeline.push(s, &mut self.membership);
-        self.history.push(&seen);
-        for a in self.detectors.check(&self.history, &seen) {
-            if self.alerts.len() < MAX_ALERTS {
-                self.alerts.push(a);
-            }
-        }
+        self.telemetry.push(seen);
     }
 
     fn line(&mut self, l: &str) {
@@ -566,11 +560,9 @@ impl Session {
             self.timeline.use_whole_card();
         }
         let incident = self.scanner.incident().cloned();
-        let evidence = evidence::analyse(
-            &self.timeline,
-            &self.alerts,
-            incident.as_ref().map(|i| i.t_ms),
-        );
+        let alerts = self.telemetry.take_alerts();
+        let evidence =
+            evidence::analyse(&self.timeline, &alerts, incident.as_ref().map(|i| i.t_ms));
         Outcome {
             command,
             exit,
@@ -581,7 +573,7 @@ impl Session {
             reading: self.scanner.reading(),
             failure_lines: self.scanner.failures,
             incident,
-            alerts: self.alerts,
+            alerts,
             evidence,
             timeline: self.timeline,
             notes: Vec::new(),

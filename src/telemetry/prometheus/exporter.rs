@@ -13,6 +13,7 @@
 
 use super::http;
 use super::text::{CONTENT_TYPE, Writer};
+use crate::telemetry::Session;
 use crate::telemetry::detect::{AlertKind, Detectors};
 use crate::telemetry::sample::{GpuSample, GpuStatus, ProcessKind, Snapshot, SourceKind};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -55,6 +56,9 @@ pub const MAX_PROCESS_SERIES: usize = 256;
 /// Process names longer than this are cut (a label value is stored with every sample).
 const MAX_NAME_CHARS: usize = 128;
 
+/// What a scrape gets before the first sample.
+const NO_SAMPLE: &str = "# vram-doctor: no sample yet\n";
+
 /// The text a scrape serves, swapped whole at each sample.
 type Slot = Arc<Mutex<Arc<String>>>;
 
@@ -72,9 +76,7 @@ impl Exporter {
         let listener =
             TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
-        let slot: Slot = Arc::new(Mutex::new(Arc::new(String::from(
-            "# vram-doctor: no sample yet\n",
-        ))));
+        let slot: Slot = Arc::new(Mutex::new(Arc::new(String::from(NO_SAMPLE))));
         let stop = Arc::new(AtomicBool::new(false));
         let (s, st) = (slot.clone(), stop.clone());
         let thread = std::thread::Builder::new()
@@ -337,8 +339,12 @@ fn gpu_labels<'a>(index: &'a str, uuid: &'a str) -> Vec<(&'static str, &'a str)>
     l
 }
 
-/// The whole `/metrics` text for one snapshot.
-pub fn render(snap: &Snapshot, detectors: &Detectors, predicted: Option<&Predicted>) -> String {
+/// The whole `/metrics` text for the session's latest snapshot and its running episodes.
+pub fn render(session: &Session, predicted: Option<&Predicted>) -> String {
+    let Some(snap) = session.latest() else {
+        return NO_SAMPLE.into();
+    };
+    let detectors = session.detectors();
     let mut w = Writer::with_capacity(4096 + snap.gpus.len() * 4096);
     w.family(
         "vram_doctor_source_up",
@@ -507,7 +513,6 @@ mod tests {
     use super::super::families::Families;
     use super::super::text::parse;
     use super::*;
-    use crate::telemetry::history::History;
     use crate::telemetry::sample::{MemorySample, ProcessSample, SharedMemory, SourceState};
     use std::io::{Read, Write};
 
@@ -545,6 +550,13 @@ mod tests {
         }
     }
 
+    /// A session that has seen `s` (and nothing before).
+    fn session(s: &Snapshot) -> Session {
+        let mut session = Session::default();
+        session.push(s.clone());
+        session
+    }
+
     fn snap(gpus: Vec<GpuSample>) -> Snapshot {
         Snapshot {
             time_ms: 1_700_000_000_123,
@@ -559,7 +571,7 @@ mod tests {
     #[test]
     fn rendered_metrics_read_back_through_the_family_table() {
         let s = snap(vec![gpu(0), gpu(1)]);
-        let text = render(&s, &Detectors::default(), None);
+        let text = render(&session(&s), None);
         let f = Families::builtin();
         let series = parse(&text, |_| true, 10_000).unwrap();
         for se in &series {
@@ -596,17 +608,13 @@ mod tests {
             reserved: None,
             used_includes_reserved: false,
         });
-        let s = snap(vec![full]);
-        let mut h = History::default();
-        h.push(&s);
-        let mut d = Detectors::default();
-        let fired = d.check(&h, &s);
-        assert!(fired.iter().any(|a| a.kind == AlertKind::NearCapacity));
+        let s = session(&snap(vec![full]));
+        assert!(s.alerts().iter().any(|a| a.kind == AlertKind::NearCapacity));
         let p = Predicted {
             workload: "llama".into(),
             peak_bytes: 5 << 30,
         };
-        let text = render(&s, &d, Some(&p));
+        let text = render(&s, Some(&p));
         assert!(
             text.contains("vram_doctor_alert{gpu=\"0\",uuid=\"GPU-0\",kind=\"near_capacity\"} 1\n")
         );
@@ -633,8 +641,7 @@ mod tests {
                 })
                 .collect(),
         );
-        let s = snap(vec![g.clone(); 10]);
-        let text = render(&s, &Detectors::default(), None);
+        let text = render(&session(&snap(vec![g.clone(); 10])), None);
         let series = parse(
             &text,
             |n| n == "vram_doctor_process_memory_used_bytes",

@@ -255,6 +255,7 @@ impl Partial {
             uuid: self.uuid.clone(),
             name: self.name.clone().unwrap_or_else(|| format!("GPU {index}")),
             host: Some(self.host.clone()),
+            source: None,
             status: if lost { GpuStatus::Lost } else { GpuStatus::Ok },
             memory,
             shared: self.bytes(Field::SharedUsed).map(|used| SharedMemory {

@@ -16,10 +16,10 @@ mod watch_panel;
 
 use super::files::Dialogs;
 use super::i18n::{tr, trf};
-use crate::telemetry::detect::{Alert, Detectors};
-use crate::telemetry::history::History;
 use crate::telemetry::prometheus::PrometheusSource;
-use crate::telemetry::{GpuSample, Sampler, Snapshot, Source, SourceState, demo::DemoSource};
+use crate::telemetry::{
+    GpuSample, Sampler, Session, SessionConfig, Snapshot, Source, SourceState, demo::DemoSource,
+};
 use crate::units::human;
 use egui::Ui;
 use playback::Playback;
@@ -108,15 +108,19 @@ pub struct Feed {
     _sampler: Option<Sampler>,
     rx: Option<Receiver<Snapshot>>,
     wake: Arc<Wake>,
-    history: History,
-    detectors: Detectors,
-    latest: Option<Snapshot>,
-    alerts: Vec<Alert>,
+    session: Session,
     /// Time of the first reading shown: zero on the plots' time axis.
     origin_ms: Option<u64>,
     recording: Option<Recording>,
     /// A recording being shown instead of the live source.
     playback: Option<Playback>,
+}
+
+fn new_session() -> Session {
+    Session::new(SessionConfig {
+        alerts_kept: ALERTS_KEPT,
+        ..SessionConfig::default()
+    })
 }
 
 impl Default for Feed {
@@ -129,10 +133,7 @@ impl Default for Feed {
             _sampler: None,
             rx: None,
             wake: Arc::default(),
-            history: History::default(),
-            detectors: Detectors::default(),
-            latest: None,
-            alerts: Vec::new(),
+            session: new_session(),
             origin_ms: None,
             recording: None,
             playback: None,
@@ -143,21 +144,18 @@ impl Default for Feed {
 impl Feed {
     /// Forgets every reading (a recording is opened, or the live source comes back).
     fn clear(&mut self) {
-        self.history = History::default();
-        self.detectors = Detectors::default();
-        self.latest = None;
-        self.alerts.clear();
+        self.session = new_session();
         self.origin_ms = None;
     }
 
     /// Adds one snapshot to the history and runs the detectors over it.
     fn push(&mut self, s: Snapshot) {
         self.origin_ms.get_or_insert(s.time_ms);
-        self.history.push(&s);
-        self.alerts.extend(self.detectors.check(&self.history, &s));
-        let excess = self.alerts.len().saturating_sub(ALERTS_KEPT);
-        self.alerts.drain(..excess);
-        self.latest = Some(s);
+        self.session.push(s);
+    }
+
+    fn latest(&self) -> Option<&Snapshot> {
+        self.session.latest()
     }
 }
 
@@ -323,8 +321,7 @@ impl MonitorView {
         if self.watch.open {
             let source = self
                 .feed
-                .latest
-                .as_ref()
+                .latest()
                 .map_or(crate::telemetry::SourceKind::None, |s| s.source);
             egui::Frame::group(ui.style()).show(ui, |ui| self.watch.ui(ui, source));
             ui.add_space(6.0);
@@ -337,7 +334,7 @@ impl MonitorView {
             }
             return;
         }
-        let Some(latest) = &self.feed.latest else {
+        let Some(latest) = self.feed.latest() else {
             ui.label(if self.feed.playback.is_some() {
                 tr("Reading the recording…")
             } else {
@@ -348,7 +345,7 @@ impl MonitorView {
         if !latest.state.is_ok() {
             ui.colored_label(ui.visuals().warn_fg_color, latest.state.message_in_app());
         }
-        panels::alerts_ui(ui, &self.feed.alerts);
+        panels::alerts_ui(ui, self.feed.session.alerts());
         let run_pids = self.watch.run_pids(latest);
         let axis = TimeAxis {
             origin_ms: self.feed.origin_ms.unwrap_or(latest.time_ms),
@@ -396,9 +393,9 @@ impl MonitorView {
             self.files_ui(ui);
             ui.separator();
             ui.toggle_value(&mut self.watch.open, tr("Watch a command…"));
-            if let Some(s) = &self.feed.latest {
+            if let Some(s) = self.feed.latest() {
                 ui.separator();
-                ui.label(trf("Source: {source}", &[("source", &s.source.label())]));
+                ui.label(trf("Source: {source}", &[("source", &s.source_label())]));
             }
         });
     }
@@ -415,7 +412,7 @@ impl MonitorView {
             "GPU {index}: {name}",
             &[("index", &g.index), ("name", &g.name)],
         ));
-        let history = self.feed.history.gpu(&g.key());
+        let history = self.feed.session.history().gpu(&g.key());
         match g.memory {
             Some(m) => {
                 ui.label(trf(
