@@ -408,3 +408,66 @@ fn stop_ends_a_watched_command_and_nothing_opens() {
     h.run();
     h.get_by_label_contains("ended (exit code 143");
 }
+
+/// A card that is full, with another program ("chrome") holding 8 GiB of it.
+fn full_card_reading() -> vram_doctor::telemetry::Snapshot {
+    use vram_doctor::telemetry::{GpuSample, MemorySample, ProcessSample, Snapshot};
+    const GIB: u64 = 1 << 30;
+    let proc = |pid, name: &str, used| ProcessSample {
+        pid,
+        name: Some(name.into()),
+        used: Some(used),
+        ..Default::default()
+    };
+    Snapshot {
+        time_ms: 1_000_000,
+        gpus: vec![GpuSample {
+            uuid: Some("GPU-full".into()),
+            name: "Test GPU".into(),
+            memory: Some(MemorySample {
+                total: 24 * GIB,
+                used: 23 * GIB + GIB / 2,
+                ..Default::default()
+            }),
+            processes: Some(vec![
+                proc(4242, "python", 15 * GIB),
+                proc(99, "chrome", 8 * GIB),
+            ]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_doctor_sees_the_monitors_reading_and_the_planners_verdict() {
+    // Alone, the doctor knows nothing and asks the first question.
+    let mut h = app(Some(Tab::Doctor));
+    h.run();
+    h.get_by_label("Start without a message").click();
+    h.run();
+    h.get_by_label("What is wrong?");
+    assert!(h.query_by_label("Evidence").is_none());
+
+    // With a reading in the monitor and a plan that does not fit, the same start shows both as
+    // evidence, which answers the first question and points at causes.
+    let mut h = app(Some(Tab::Doctor));
+    let (tx, rx) = std::sync::mpsc::channel();
+    h.state_mut().state.monitor.connect(rx);
+    tx.send(full_card_reading()).unwrap();
+    let fields = std::collections::BTreeMap::from([
+        ("run.batch".to_string(), "64".to_string()),
+        ("run.seq".to_string(), "131072".to_string()),
+    ]);
+    h.state_mut().state.planner.open_fields(&fields).unwrap();
+    h.state_mut().state.tab = Tab::Doctor;
+    h.run();
+    h.get_by_label("Start without a message").click();
+    h.run();
+    h.get_by_label("Evidence");
+    h.get_by_label("• Other processes hold 8.00 GiB of the 24.00 GiB card right now.");
+    h.get_by_label("• 23.50 GiB of 24.00 GiB is in use right now.");
+    h.get_by_label_contains("• The planner estimates ");
+    assert!(h.query_by_label("What is wrong?").is_none(), "answered");
+    h.get_by_label_contains("(answered from the evidence: ");
+}

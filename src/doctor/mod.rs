@@ -7,6 +7,7 @@
 //! - `pytorch` + `classify`: figures from PyTorch OOM messages and the cause class they imply.
 //! - `reading`: any pasted text → observations (facts with figures).
 //! - `evidence`: facts from live numbers, a plan result and the platform, all plain data.
+//! - `live`: the live numbers from the monitor's telemetry session.
 //! - `wizard`: the walk over the trees; `diagnosis`: ranked causes and fixes by cost.
 //!
 //! A front end (the CLI's `diagnose`, the GUI's doctor tab) drives it like this:
@@ -29,6 +30,7 @@ pub mod diagnosis;
 pub mod evidence;
 pub mod flat;
 pub mod knowledge;
+pub mod live;
 pub mod pytorch;
 pub mod reading;
 pub mod size;

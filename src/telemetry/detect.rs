@@ -516,24 +516,12 @@ fn spill(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
 /// Other processes hold a large share: everything but the main process (the focus pid, or the
 /// largest) adds up to `others_enter` of the card. Names the biggest ones.
 fn others(c: &DetectorConfig, focus: Option<u32>, st: &mut Armed, g: &GpuSample, emit: &mut Emit) {
-    let (Some(procs), Some(mem)) = (g.processes.as_ref(), g.memory) else {
+    let (Some(rest), Some(mem)) = (g.other_processes(focus), g.memory) else {
         return;
     };
     if mem.total == 0 {
         return;
     }
-    let main = focus.or_else(|| {
-        procs
-            .iter()
-            .filter(|p| p.used.is_some())
-            .max_by_key(|p| p.used)
-            .map(|p| p.pid)
-    });
-    let mut rest: Vec<_> = procs
-        .iter()
-        .filter(|p| Some(p.pid) != main && p.used.is_some())
-        .collect();
-    rest.sort_by_key(|p| std::cmp::Reverse(p.used));
     let sum: u64 = rest.iter().filter_map(|p| p.used).sum();
     let share = sum as f64 / mem.total as f64;
     if !st.others && share >= c.others_enter {
@@ -562,7 +550,7 @@ fn others(c: &DetectorConfig, focus: Option<u32>, st: &mut Armed, g: &GpuSample,
             vec![format!(
                 "{} other process(es); main process pid {}",
                 rest.len(),
-                main.map_or("-".into(), |p| p.to_string())
+                g.main_process(focus).map_or("-".into(), |p| p.to_string())
             )],
         );
     } else if st.others && share < c.others_leave {

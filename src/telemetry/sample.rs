@@ -259,6 +259,32 @@ pub struct GpuSample {
 }
 
 impl GpuSample {
+    /// The processes other than the main one (`focus`, else the one holding the most), largest
+    /// first, counting only those whose memory is known; `None` where the source cannot list
+    /// processes. What the other-processes alert and the doctor's live evidence add up.
+    pub fn other_processes(&self, focus: Option<u32>) -> Option<Vec<&ProcessSample>> {
+        let procs = self.processes.as_ref()?;
+        let main = self.main_process(focus);
+        let mut rest: Vec<&ProcessSample> = procs
+            .iter()
+            .filter(|p| Some(p.pid) != main && p.used.is_some())
+            .collect();
+        rest.sort_by_key(|p| std::cmp::Reverse(p.used));
+        Some(rest)
+    }
+
+    /// The main process: `focus` when given, else the one holding the most known memory.
+    pub fn main_process(&self, focus: Option<u32>) -> Option<u32> {
+        focus.or_else(|| {
+            self.processes
+                .iter()
+                .flatten()
+                .filter(|p| p.used.is_some())
+                .max_by_key(|p| p.used)
+                .map(|p| p.pid)
+        })
+    }
+
     /// Key for per-GPU history: the UUID, or the index (on its host) when there is none.
     pub fn key(&self) -> String {
         match (&self.uuid, &self.host) {

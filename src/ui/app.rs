@@ -104,6 +104,8 @@ impl VramDoctorApp {
                 s.monitor.ui(ui, predicted);
             }
             Tab::Doctor => {
+                s.doctor.context.live = crate::doctor::live::from_session(s.monitor.current(&ctx));
+                s.doctor.context.plan = s.planner.plan_summary();
                 s.doctor.ui(ui);
                 if let Some(fields) = s.doctor.open_in_planner.take() {
                     match s.planner.open_fields(&fields) {

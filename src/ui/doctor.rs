@@ -30,6 +30,10 @@ pub struct DoctorView {
     /// the planner (`WorkloadFile::with_fields`); taken by the app in the same frame.
     #[serde(skip)]
     pub open_in_planner: Option<BTreeMap<String, String>>,
+    /// What the rest of the app knows (the monitor's latest reading, the planner's verdict),
+    /// set by the app each frame; read when the wizard starts.
+    #[serde(skip)]
+    pub context: Context,
 }
 
 impl DoctorView {
@@ -111,7 +115,7 @@ impl DoctorView {
     fn start(&mut self, kb: &Knowledge, read: bool) {
         let text = self.message.trim();
         let reading = if read && !text.is_empty() {
-            match reading::read(text, kb, None) {
+            match reading::read(text, kb, self.context.live.as_ref()) {
                 Ok(r) => Some(r),
                 Err(e) => {
                     self.note = Some(e);
@@ -138,7 +142,7 @@ impl DoctorView {
             Some(_) => tr("No known GPU error in this text; answer the questions instead.").into(),
             None => tr("Answer the questions below.").into(),
         });
-        let observations = Context::default().observations(reading.as_ref());
+        let observations = self.context.observations(reading.as_ref());
         match WizardState::start(kb, &kb.root, observations) {
             Ok(w) => self.wizard = Some(w),
             Err(e) => self.note = Some(e),

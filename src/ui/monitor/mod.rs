@@ -278,19 +278,33 @@ impl MonitorView {
     }
 
     /// `predicted_bytes`: the planner's peak for its workload, drawn over the memory plots.
+    /// Opens the source on first use (the tab is shown, or another tab asks for readings).
+    fn ensure_started(&mut self, ctx: &egui::Context) {
+        if self.feed.started {
+            return;
+        }
+        self.feed.started = true;
+        let source = match self.feed.remote.as_deref() {
+            Some(url) => PrometheusSource::open(url).map(|s| Box::new(s) as Box<dyn Source>),
+            None => (self.feed.detect)().map_err(|state| state.message_in_app()),
+        };
+        match source {
+            Ok(source) => self.start(ctx, source),
+            Err(why) => self.feed.unavailable = Some(why),
+        }
+    }
+
+    /// The readings so far, with the ones that arrived since the last frame taken in, for
+    /// another tab (the doctor) while the monitor is not shown; starts the source if needed.
+    pub fn current(&mut self, ctx: &egui::Context) -> &Session {
+        self.ensure_started(ctx);
+        self.take_live();
+        &self.feed.session
+    }
+
     pub fn ui(&mut self, ui: &mut Ui, predicted_bytes: Option<u64>) {
         self.feed.wake.visible.store(true, Ordering::Relaxed);
-        if !self.feed.started {
-            self.feed.started = true;
-            let source = match self.feed.remote.as_deref() {
-                Some(url) => PrometheusSource::open(url).map(|s| Box::new(s) as Box<dyn Source>),
-                None => (self.feed.detect)().map_err(|state| state.message_in_app()),
-            };
-            match source {
-                Ok(source) => self.start(ui.ctx(), source),
-                Err(why) => self.feed.unavailable = Some(why),
-            }
-        }
+        self.ensure_started(ui.ctx());
         self.take_live();
         self.watch.poll();
         self.feed

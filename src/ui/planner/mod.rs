@@ -199,6 +199,17 @@ impl PlannerView {
         self.evaluate().map(|e| (*e.source).clone())
     }
 
+    /// The verdict on the current workload, for the doctor; `None` while it does not resolve.
+    pub fn plan_summary(&mut self) -> Option<crate::doctor::PlanSummary> {
+        let e = self.evaluate().ok()?;
+        let (fits, v) = (e.source.1.fits, e.source.1.verdict);
+        Some(crate::doctor::PlanSummary {
+            fits,
+            needed_bytes: v.need_bytes,
+            capacity_bytes: v.capacity_bytes,
+        })
+    }
+
     /// Bytes the card must hold at the peak, for the monitor's "predicted" line.
     pub fn predicted_bytes(&mut self) -> Option<u64> {
         self.evaluate().ok().map(|e| e.breakdown.required_bytes())
