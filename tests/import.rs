@@ -90,6 +90,40 @@ fn vision_language_configs_note_the_image_tokens() {
     );
 }
 
+/// Llama 4's interleaved layout (configuration_llama4.py, modeling_llama4.py): experts with a
+/// shared expert in every `interleave_moe_layer_step`-th block, dense MLPs of
+/// `intermediate_size_mlp` in the others, and one full-attention (NoPE) block in every
+/// `no_rope_layer_interval` with chunked attention in the rest.
+#[test]
+fn llama4_interleaves_moe_and_dense_blocks() {
+    let text = r#"{"model_type":"llama4_text","hidden_size":8,"num_attention_heads":2,
+        "num_key_value_heads":1,"head_dim":4,"intermediate_size":16,"intermediate_size_mlp":32,
+        "vocab_size":10,"num_local_experts":4,"num_experts_per_tok":1,"num_hidden_layers":4,
+        "interleave_moe_layer_step":2,"attention_chunk_size":64}"#;
+    let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
+    // Attention 64 + 32 + 32 + 64; experts 4 · 3 · 8 · 16, router 8 · 4, shared 3 · 8 · 16;
+    // dense 3 · 8 · 32; two norms of 8 per block; embeddings, head and final norm.
+    let (attn, moe, dense, norms) = (192, 1536 + 32 + 384, 768, 16);
+    let total = 2 * (attn + dense + norms) + 2 * (attn + moe + norms) + 80 + 80 + 8;
+    assert_eq!(m.params_by_shape, Some(total));
+    let moe_spec = m.arch.moe.as_ref().unwrap();
+    assert_eq!((moe_spec.shared_experts, moe_spec.dense_layers), (1, 2));
+    assert_eq!(m.arch.active_params(), (total - 2 * 3 * 384) as f64);
+    assert_eq!(m.arch.intermediate, 32);
+    // Blocks 0-2 chunked (a window of one chunk), block 3 full.
+    assert_eq!(
+        (m.arch.sliding_window, m.arch.global_every),
+        (Some(64), Some(4))
+    );
+    // attention_chunk_size null turns chunking off.
+    let off = text.replace(
+        "\"attention_chunk_size\":64",
+        "\"attention_chunk_size\":null",
+    );
+    let m = imp::from_bytes::hf_config(off.as_bytes()).unwrap();
+    assert_eq!(m.arch.sliding_window, None);
+}
+
 /// Models whose published size is only given rounded: the shape count must round to it.
 #[test]
 fn config_counts_round_to_published_sizes() {
@@ -99,6 +133,11 @@ fn config_counts_round_to_published_sizes() {
         ("falcon-40b.json", 41.3e9, 0.05e9),     // Hub "41.3B params"
         ("starcoder2-3b.json", 3.03e9, 0.005e9), // Hub "3.03B params"
         ("gpt_bigcode-santacoder.json", 1.12e9, 0.005e9), // Hub "1.12B params"
+        // Hub "109B params" (meta-llama/Llama-4-Scout-17B-16E). The config is the Llama4Config
+        // that transformers 4.51 printed for it (a public notes file; `moe_layers` written out
+        // as the 0..47 it abbreviates); the same notes' total of 109,676,279,296 lists a dense
+        // MLP in layer 0 that the config does not have, so only the Hub's rounded size is used.
+        ("llama-4-scout-17b-16e.json", 109e9, 0.5e9),
     ];
     for (file, want, half) in rounded {
         let got = config(file).arch.params;

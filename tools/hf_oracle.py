@@ -41,8 +41,17 @@ def kinds():
         if t not in out or is_encoder_only(t):
             out[t] = ("encoder", cls)
     for t, cls in ma.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.items():
-        out.setdefault(t, ("vlm", cls))
+        # A composite type (Llama 4, Qwen3.5) maps to a ForCausalLM that takes only its
+        # text_config; its own config builds the whole image-text model.
+        if t not in out or (out[t][1] != cls and has_text_config(t)):
+            out[t] = ("vlm", cls)
     return out
+
+
+def has_text_config(model_type):
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return "text_config" in getattr(CONFIG_MAPPING[model_type], "sub_configs", {})
 
 
 def is_encoder_only(model_type):
@@ -66,6 +75,9 @@ def model_class(name):
 
 
 def top_k(cfg):
+    # A composite model's routing is in its text config (Llama 4, Qwen3-VL-MoE).
+    if hasattr(cfg, "get_text_config"):
+        cfg = cfg.get_text_config()
     for k in ("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token", "moe_k"):
         v = getattr(cfg, k, None)
         if isinstance(v, int) and v > 0:
@@ -135,7 +147,16 @@ def cache_layout(model, kind):
         return {"kv_elements_per_token": 0, "layers": []}
     cache = DynamicCache(config=model.config)
     ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
-    model(input_ids=ids, past_key_values=cache, use_cache=True)
+    try:
+        model(input_ids=ids, past_key_values=cache, use_cache=True)
+    except AttributeError:
+        if kind != "vlm":
+            raise
+        # Llama 4's image-text forward fails after its language model has run (it reads
+        # `image_outputs` from a text-only output); the cache is the language model's, so it
+        # is filled by that model alone.
+        cache = DynamicCache(config=model.config)
+        model.get_decoder()(input_ids=ids, past_key_values=cache, use_cache=True)
     layers = []
     kv = 0
     for layer in cache.layers:
@@ -169,6 +190,10 @@ def measure(cfg, kind, cls_name, secs):
         # Dispatch over experts without data-dependent indexing, so the meta forward runs.
         cfg._experts_implementation = "batched_mm"
     row = {"class": cls_name, "kind": kind}
+    # Some composite default configs (Llama 4) lack the pad_token_id their model's __init__
+    # reads; None is what every text config defaults it to.
+    if not hasattr(cfg, "pad_token_id"):
+        cfg.pad_token_id = None
     if getattr(cfg, "is_encoder_decoder", False):
         # Encoder-decoder models (T5, BART) are neither: the importer must refuse them.
         row["kind"] = "encoder-decoder"

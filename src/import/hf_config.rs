@@ -102,6 +102,14 @@ struct Convention {
     parallel_norms: bool,
     #[serde(default)]
     expanded_kv_key: Option<String>,
+    /// The dense MLP blocks' width comes from this key while the experts keep
+    /// `intermediate_size` (Llama 4 `intermediate_size_mlp`).
+    #[serde(default)]
+    dense_width_key: Option<String>,
+    /// Chunked attention (Llama 4 `attention_chunk_size`): `chunked_attention` blocks keep at most
+    /// one chunk of K/V, as a window of that size.
+    #[serde(default)]
+    chunked_attention: bool,
     #[serde(default)]
     defaults: BTreeMap<String, toml::Value>,
     /// Other model types with this same layout (the text model of a vision-language wrapper,
@@ -467,7 +475,11 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
         _ => true,
     };
     for (key, feature) in UNMODELLED_KEYS {
-        if conv.linear_attention && LINEAR_ATTENTION_KEYS.contains(&key) {
+        if conv.linear_attention && LINEAR_ATTENTION_KEYS.contains(&key)
+            || conv.chunked_attention && key == "attention_chunk_size"
+            || conv.dense_width_key.as_deref() == Some(key)
+            || conv.moe.is_some() && key == "interleave_moe_layer_step"
+        {
             continue;
         }
         if let Some(v) = cfg.v.get(key).or_else(|| root.get(key))
@@ -479,10 +491,15 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
     if let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) {
         for t in &types {
             let t = t.as_str().unwrap_or("?");
-            if t != "full_attention"
-                && t != "sliding_attention"
-                && !(conv.linear_attention && t == "linear_attention")
-            {
+            let modelled = match t {
+                "full_attention" => true,
+                // A chunked-attention convention reads its window from attention_chunk_size.
+                "sliding_attention" => !conv.chunked_attention,
+                "linear_attention" => conv.linear_attention,
+                "chunked_attention" => conv.chunked_attention,
+                _ => false,
+            };
+            if !modelled {
                 return Err(format!("layer_types {} layers", super::reader::shown(t)));
             }
         }
@@ -541,6 +558,12 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         (None, None) if conv.moe.is_some() => cfg.need(&["moe_intermediate_size"])?,
         (None, None) => return Err(format!("{}: intermediate_size is missing", cfg.origin)),
     };
+    // Llama 4: experts of intermediate_size, dense blocks of intermediate_size_mlp
+    // (modeling_llama4.py Llama4TextDecoderLayer).
+    let dense = match &conv.dense_width_key {
+        Some(k) => cfg.need(&[k.as_str()])?,
+        None => intermediate,
+    };
     let vocab = cfg.need(&["vocab_size", "padded_vocab_size"])?;
     let positions = match &conv.positions_key {
         Some(k) => cfg
@@ -563,7 +586,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         _ => 0,
     };
     let mla = if conv.mla { Some(mla(cfg)?) } else { None };
-    let blocks = layer_types(cfg);
+    let blocks = layer_types(cfg, conv)?;
     let linear = if conv.linear_attention
         && blocks
             .as_ref()
@@ -598,7 +621,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         heads,
         kv_heads,
         head_dim: if mla.is_some() { 0 } else { head_dim },
-        intermediate,
+        intermediate: dense,
         vocab,
         positions,
         tied: cfg.bool("tie_word_embeddings").unwrap_or(conv.tied_default),
@@ -693,7 +716,17 @@ fn moe(
                 .map(|a| a.iter().filter_map(Value::as_u64).collect())
         })
         .unwrap_or_default();
-    let step = cfg.u32(&["decoder_sparse_step"])?.unwrap_or(1).max(1);
+    // Llama 4 `interleave_moe_layer_step` (configuration_llama4.py: experts in blocks
+    // step-1, 2·step-1, …) is Qwen-MoE's decoder_sparse_step rule; its `moe_layers`, when the
+    // config lists them, name the blocks outright.
+    let step = cfg
+        .u32(&["decoder_sparse_step", "interleave_moe_layer_step"])?
+        .unwrap_or(1)
+        .max(1);
+    let listed: Option<Vec<u64>> = cfg.raw(&["moe_layers"]).and_then(|(_, v)| {
+        v.as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+    });
     let first_dense = cfg
         .u32(&[
             "first_k_dense_replace",
@@ -710,7 +743,8 @@ fn moe(
     };
     let moe_layers: Vec<bool> = (0..layers)
         .map(|l| {
-            !mlp_only.contains(&u64::from(l))
+            listed.as_ref().is_none_or(|m| m.contains(&u64::from(l)))
+                && !mlp_only.contains(&u64::from(l))
                 && (l + 1) % step == 0
                 && l >= first_dense
                 && l % freq == 0
@@ -746,10 +780,15 @@ fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<Mode
     // a layout without a regular period is kept block by block.
     let (window, global_every, cache) = match &l.blocks {
         Some(blocks) => {
+            let key = if conv.chunked_attention {
+                "attention_chunk_size"
+            } else {
+                "sliding_window"
+            };
             let window = if blocks.contains(&BlockCache::Sliding) {
-                Some(cfg.u32(&["sliding_window"])?.ok_or_else(|| {
+                Some(cfg.u32(&[key])?.ok_or_else(|| {
                     format!(
-                        "{}: layer_types lists sliding_attention layers but sliding_window is missing",
+                        "{}: layer_types lists windowed layers but {key} is missing",
                         cfg.origin
                     )
                 })?)
@@ -840,21 +879,51 @@ fn regular_period(blocks: &[BlockCache]) -> Option<Option<u32>> {
         .then_some(Some(n as u32))
 }
 
-/// `layer_types` (["sliding_attention", …, "full_attention"]) as block caches.
-fn layer_types(cfg: &Cfg) -> Option<Vec<BlockCache>> {
+/// `layer_types` (["sliding_attention", …, "full_attention"]) as block caches. A chunked
+/// attention convention without the list derives it as configuration_llama4.py does: a block is
+/// chunked where `no_rope_layers` says it uses RoPE (1), by default all but every
+/// `no_rope_layer_interval`-th, while `attention_chunk_size` is set.
+fn layer_types(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<BlockCache>>, String> {
     let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) else {
-        return None;
+        // An explicit null turns chunking off (Llama4TextConfig `attention_chunk_size: int | None`).
+        if !conv.chunked_attention
+            || cfg.v.get("attention_chunk_size") == Some(&Value::Null)
+            || cfg.u32(&["attention_chunk_size"])?.is_none()
+        {
+            return Ok(None);
+        }
+        let layers = cfg.need(&["num_hidden_layers"])?.min(MAX_LAYERS);
+        let listed: Vec<u64> = match cfg.raw(&["no_rope_layers"]) {
+            Some((_, Value::Array(a))) => a.iter().filter_map(Value::as_u64).collect(),
+            _ => Vec::new(),
+        };
+        let interval = cfg.u32(&["no_rope_layer_interval"])?.unwrap_or(4).max(1);
+        return Ok(Some(
+            (0..layers)
+                .map(|l| {
+                    let rope = match listed.get(l as usize) {
+                        Some(r) if !listed.is_empty() => *r != 0,
+                        _ => (l + 1) % interval != 0,
+                    };
+                    if rope {
+                        BlockCache::Sliding
+                    } else {
+                        BlockCache::Full
+                    }
+                })
+                .collect(),
+        ));
     };
-    Some(
+    Ok(Some(
         types
             .iter()
             .map(|t| match t.as_str() {
-                Some("sliding_attention") => BlockCache::Sliding,
+                Some("sliding_attention" | "chunked_attention") => BlockCache::Sliding,
                 Some("linear_attention") => BlockCache::None,
                 _ => BlockCache::Full,
             })
             .collect(),
-    )
+    ))
 }
 
 /// The weight format a config declares: `quantization_config` first (transformers

@@ -21,6 +21,7 @@ enum Projector {
     Internvl,
     Gemma3,
     Paligemma,
+    Llama4,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -34,6 +35,7 @@ enum Family {
     Qwen25Vl,
     Qwen3Vl,
     Internvl,
+    Llama4,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -353,6 +355,44 @@ fn tower_params(family: Family, c: &Cfg) -> Result<(u128, u32), String> {
                 out,
             )
         }
+        // Llama4VisionModel: class_embedding, positional_embedding_vlm of patches + 1,
+        // Llama4UnfoldConvolution linear (channels · patch² → hidden, bias=False), layernorm_pre
+        // and layernorm_post, Llama4VisionEncoderLayer (LayerNorm, q/k/v/o_proj and fc1/fc2 with
+        // biases), vision_adapter Llama4VisionMLP2 (fc1 intermediate_size → projector_input_dim,
+        // fc2 projector_output_dim², no biases); it hands vision_output_dim to the projector
+        // (modeling_llama4.py).
+        Family::Llama4 => {
+            let w = n(c.need(&["hidden_size"])?);
+            let i = c.need(&["intermediate_size"])?;
+            let block = Block {
+                width: w,
+                mlp_width: n(i),
+                norm: layer_norm(w),
+                qkv_bias: true,
+                o_bias: true,
+                gated: false,
+                mlp_bias: true,
+            };
+            let embed = w
+                + (patches()? + 1) * w
+                + conv(
+                    c.need(&["num_channels"])?,
+                    1,
+                    c.need(&["patch_size"])?,
+                    w,
+                    false,
+                );
+            let p_out = n(c.need(&["projector_output_dim"])?);
+            let adapter = linear(n(i), n(c.need(&["projector_input_dim"])?), false)
+                + linear(p_out, p_out, false);
+            (
+                embed
+                    + 2 * layer_norm(w)
+                    + n(c.need(&["num_hidden_layers"])?) * block.params()
+                    + adapter,
+                c.need(&["vision_output_dim"])?,
+            )
+        }
         // InternVLVisionModel: cls_token, patch_embeddings Conv2d with bias, position_embeddings
         // of patches + 1 (use_absolute_position_embeddings), mask_token (use_mask_token);
         // InternVLVisionLayer: layernorm_before/after (norm_type: LayerNorm or RMSNorm),
@@ -454,6 +494,8 @@ fn projector_params(
         Projector::Gemma3 => v * t + v,
         // PaliGemmaMultiModalProjector: Linear(vision, projection_dim, bias=True)
         // (modeling_paligemma.py); SiglipVisionConfig projection_dim defaults to 2048.
+        // Llama4MultiModalProjector: linear_1 (vision_output_dim → text, bias=False).
+        Projector::Llama4 => linear(v, t, false),
         Projector::Paligemma => {
             let p = n(vc.u32(&["projection_dim"])?.unwrap_or(2048));
             linear(v, p, true)
