@@ -34,6 +34,9 @@ enum Family {
     #[serde(rename = "qwen2_5_vl")]
     Qwen25Vl,
     Qwen3Vl,
+    /// Qwen3.5's tower: Qwen3-VL's without the deepstack mergers.
+    #[serde(rename = "qwen3_5")]
+    Qwen35,
     Internvl,
     Llama4,
 }
@@ -322,8 +325,9 @@ fn tower_params(family: Family, c: &Cfg) -> Result<(u128, u32), String> {
         // Embedding(num_position_embeddings, hidden), Qwen3VLVisionBlock (LayerNorm, qkv and
         // proj with biases, linear_fc1/fc2 with biases), merger (LayerNorm over hidden) and one
         // deepstack merger per deepstack_visual_indexes entry (LayerNorm over hidden·m²)
-        // (modeling_qwen3_vl.py Qwen3VLVisionPatchMerger).
-        Family::Qwen3Vl => {
+        // (modeling_qwen3_vl.py Qwen3VLVisionPatchMerger). Qwen3_5VisionModel is the same
+        // without the deepstack mergers (modeling_qwen3_5.py).
+        Family::Qwen3Vl | Family::Qwen35 => {
             let w = n(c.need(&["hidden_size"])?);
             let block = Block {
                 width: w,
@@ -344,7 +348,7 @@ fn tower_params(family: Family, c: &Cfg) -> Result<(u128, u32), String> {
                 true,
             ) + n(c.need(&["num_position_embeddings"])?) * w;
             let deepstack = match c.raw(&["deepstack_visual_indexes"]) {
-                Some((_, Value::Array(a))) => a.len() as u128,
+                Some((_, Value::Array(a))) if family == Family::Qwen3Vl => a.len() as u128,
                 _ => 0,
             };
             let wide = w * n(m) * n(m);
