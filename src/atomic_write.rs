@@ -16,6 +16,48 @@ use crate::input_file::kind_name;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Why a write did not happen. Either way the file on disk is as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The path names something a write must not replace (a folder, a device, a link to
+    /// nothing) or no file name at all: the user names another path (exit 2).
+    #[error("{path}: {why}")]
+    Refused { path: String, why: String },
+    /// The system refused or failed the write (permissions, a full disk, a read-only file
+    /// system): the machine's problem, not the input's (exit 1).
+    #[error("{path}: {what}: {source}")]
+    Io {
+        path: String,
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl WriteError {
+    fn refused(path: &Path, why: impl Into<String>) -> Self {
+        WriteError::Refused {
+            path: path.display().to_string(),
+            why: why.into(),
+        }
+    }
+
+    fn io(path: &Path, what: &'static str, source: std::io::Error) -> Self {
+        WriteError::Io {
+            path: path.display().to_string(),
+            what,
+            source,
+        }
+    }
+}
+
+/// For callers that still report errors as one line of text.
+impl From<WriteError> for String {
+    fn from(e: WriteError) -> String {
+        e.to_string()
+    }
+}
+
 /// The temporary file `write_atomic` writes before renaming it over `path`: in the same
 /// directory (a rename across file systems is not atomic), hidden, and named for this process.
 pub fn temp_path(path: &Path) -> Option<PathBuf> {
@@ -37,19 +79,19 @@ fn dir_of(path: &Path) -> &Path {
 /// The file a write to `path` really replaces: `path` itself, or the regular file a symbolic
 /// link (or a chain of them) points at. Anything that is not a regular file or a missing path is
 /// refused, so a write never turns a link, a device or a directory into a plain file.
-pub fn target(path: &Path) -> Result<PathBuf, String> {
-    let shown = path.display();
+pub fn target(path: &Path) -> Result<PathBuf, WriteError> {
     let link = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
-        Err(e) => return Err(format!("{shown}: cannot write: {e}")),
+        Err(e) => return Err(WriteError::io(path, "cannot write", e)),
     };
     let meta = if link.file_type().is_symlink() {
         match std::fs::metadata(path) {
             Ok(m) => m,
             Err(_) => {
-                return Err(format!(
-                    "{shown}: is a symbolic link to nothing; write to the file it should name, or remove the link"
+                return Err(WriteError::refused(
+                    path,
+                    "is a symbolic link to nothing; write to the file it should name, or remove the link",
                 ));
             }
         }
@@ -57,13 +99,16 @@ pub fn target(path: &Path) -> Result<PathBuf, String> {
         link.clone()
     };
     if !meta.is_file() {
-        return Err(format!(
-            "{shown}: is {}, not a regular file; it is left as it is (name a file to write)",
-            kind_name(&meta)
+        return Err(WriteError::refused(
+            path,
+            format!(
+                "is {}, not a regular file; it is left as it is (name a file to write)",
+                kind_name(&meta)
+            ),
         ));
     }
     if link.file_type().is_symlink() {
-        std::fs::canonicalize(path).map_err(|e| format!("{shown}: cannot follow the link: {e}"))
+        std::fs::canonicalize(path).map_err(|e| WriteError::io(path, "cannot follow the link", e))
     } else {
         Ok(path.to_path_buf())
     }
@@ -150,15 +195,14 @@ fn sync_dir(dir: &Path) {
 /// file in the same directory, flush it to disk, rename it over the target, then flush the
 /// directory entry. Until the rename, the old file is untouched, so a failure at any step
 /// keeps it.
-pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), WriteError> {
     write_atomic_bytes(path, text.as_bytes())
 }
 
 /// [`write_atomic`] for binary content (a PNG plot).
-pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), String> {
-    let shown = path.display();
+pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), WriteError> {
     let real = target(path)?;
-    let tmp = temp_path(&real).ok_or_else(|| format!("{shown}: not a file name"))?;
+    let tmp = temp_path(&real).ok_or_else(|| WriteError::refused(path, "not a file name"))?;
     remove_stale_temps(&real);
     let old = std::fs::metadata(&real).ok();
     let written = write_temp(&tmp, text, old.as_ref()).and_then(|()| std::fs::rename(&tmp, &real));
@@ -172,7 +216,7 @@ pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), String> {
             // temporary path is a directory, which is how the tests make the write fail, this
             // leaves it alone: remove_file does not remove directories.)
             std::fs::remove_file(&tmp).ok();
-            Err(format!("{shown}: cannot write: {e}"))
+            Err(WriteError::io(path, "cannot write", e))
         }
     }
 }
@@ -194,31 +238,34 @@ pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), String> {
 ///   themselves (microseconds, no writing) can be cut between, leaving some files new and the
 ///   rest old.
 /// - anything else: refused, as for [`write_atomic`].
-pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, String> {
-    let shown = dir.display();
+pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, WriteError> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {
             let real = std::fs::canonicalize(dir)
-                .map_err(|e| format!("{shown}: cannot open the folder: {e}"))?;
+                .map_err(|e| WriteError::io(dir, "cannot open the folder", e))?;
             if !(only_files_of(&real, files) && swap_whole(&real, &m, files)?) {
                 replace_in(&real, files)?;
             }
             Ok(files.iter().map(|(n, _)| dir.join(n)).collect())
         }
-        Ok(m) => Err(format!(
-            "{shown}: is {}, not a folder; several files are written to a folder (name a new or existing one)",
-            kind_name(&m)
+        Ok(m) => Err(WriteError::refused(
+            dir,
+            format!(
+                "is {}, not a folder; several files are written to a folder (name a new or existing one)",
+                kind_name(&m)
+            ),
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if std::fs::symlink_metadata(dir).is_ok() {
-                return Err(format!(
-                    "{shown}: is a symbolic link to nothing; name the folder itself, or remove the link"
+                return Err(WriteError::refused(
+                    dir,
+                    "is a symbolic link to nothing; name the folder itself, or remove the link",
                 ));
             }
             create_whole(dir, files)?;
             Ok(files.iter().map(|(n, _)| dir.join(n)).collect())
         }
-        Err(e) => Err(format!("{shown}: cannot write: {e}")),
+        Err(e) => Err(WriteError::io(dir, "cannot write", e)),
     }
 }
 
@@ -248,16 +295,15 @@ fn build_temp(dir: &Path, files: &[(&str, &str)]) -> std::io::Result<PathBuf> {
 }
 
 /// `write_set` into a folder that does not exist yet: build it hidden, then rename it.
-fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
-    let shown = dir.display();
+fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), WriteError> {
     let parent = dir_of(dir);
     std::fs::create_dir_all(parent)
-        .map_err(|e| format!("{shown}: cannot create the folder it is in: {e}"))?;
+        .map_err(|e| WriteError::io(dir, "cannot create the folder it is in", e))?;
     let tmp =
-        build_temp(dir, files).map_err(|e| format!("{shown}: cannot write the folder: {e}"))?;
+        build_temp(dir, files).map_err(|e| WriteError::io(dir, "cannot write the folder", e))?;
     if let Err(e) = std::fs::rename(&tmp, dir) {
         std::fs::remove_dir_all(&tmp).ok();
-        return Err(format!("{shown}: cannot write the folder: {e}"));
+        return Err(WriteError::io(dir, "cannot write the folder", e));
     }
     sync_dir(parent);
     Ok(())
@@ -285,13 +331,12 @@ fn swap_whole(
     dir: &Path,
     meta: &std::fs::Metadata,
     files: &[(&str, &str)],
-) -> Result<bool, String> {
+) -> Result<bool, WriteError> {
     if !cfg!(all(target_os = "linux", target_env = "gnu")) {
         return Ok(false);
     }
-    let shown = dir.display();
     let tmp =
-        build_temp(dir, files).map_err(|e| format!("{shown}: cannot write the folder: {e}"))?;
+        build_temp(dir, files).map_err(|e| WriteError::io(dir, "cannot write the folder", e))?;
     std::fs::set_permissions(&tmp, meta.permissions()).ok();
     if !exchange(&tmp, dir) {
         std::fs::remove_dir_all(&tmp).ok();
@@ -338,17 +383,18 @@ fn exchange(_: &Path, _: &Path) -> bool {
 }
 
 /// `write_set` into an existing folder: every temporary first, then the renames.
-fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
+fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), WriteError> {
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let mut stage = || -> Result<(), String> {
+    let mut stage = || -> Result<(), WriteError> {
         for (name, text) in files {
             let real = target(&dir.join(name))?;
-            let tmp = temp_path(&real).ok_or_else(|| format!("{name}: not a file name"))?;
+            let tmp = temp_path(&real)
+                .ok_or_else(|| WriteError::refused(Path::new(name), "not a file name"))?;
             remove_stale_temps(&real);
             let old = std::fs::metadata(&real).ok();
             staged.push((tmp.clone(), real.clone()));
             write_temp(&tmp, text.as_bytes(), old.as_ref())
-                .map_err(|e| format!("{}: cannot write: {e}", real.display()))?;
+                .map_err(|e| WriteError::io(&real, "cannot write", e))?;
         }
         Ok(())
     };
@@ -363,7 +409,7 @@ fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), String> {
             for (t, _) in &staged[i..] {
                 std::fs::remove_file(t).ok();
             }
-            return Err(format!("{}: cannot write: {e}", real.display()));
+            return Err(WriteError::io(real, "cannot write", e));
         }
     }
     sync_dir(dir);
@@ -393,6 +439,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("missing-dir").join("w.toml");
         let e = write_atomic(&p, "x").unwrap_err();
+        assert!(
+            matches!(e, WriteError::Io { .. }),
+            "the system's failure: {e:?}"
+        );
+        let e = e.to_string();
         assert!(e.contains("w.toml") && e.contains("cannot write"), "{e}");
 
         // A write that fails after the old file exists: the temporary path is taken by a
@@ -423,7 +474,7 @@ mod tests {
 
         let dangling = dir.path().join("dangling");
         std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
-        let e = write_atomic(&dangling, "x").unwrap_err();
+        let e = write_atomic(&dangling, "x").unwrap_err().to_string();
         assert!(e.contains("symbolic link to nothing"), "{e}");
         assert!(
             std::fs::symlink_metadata(&dangling)
@@ -434,11 +485,16 @@ mod tests {
 
         // A directory, a device and a link to a device: one line each, nothing replaced.
         let e = write_atomic(dir.path(), "x").unwrap_err();
+        assert!(
+            matches!(e, WriteError::Refused { .. }),
+            "the path's fault: {e:?}"
+        );
+        let e = e.to_string();
         assert!(e.contains("is a directory, not a regular file"), "{e}");
         let to_null = dir.path().join("null");
         std::os::unix::fs::symlink("/dev/null", &to_null).unwrap();
         for p in [Path::new("/dev/null"), &to_null] {
-            let e = write_atomic(p, "x").unwrap_err();
+            let e = write_atomic(p, "x").unwrap_err().to_string();
             assert!(e.contains("is a character device"), "{e}");
             assert_eq!(e.lines().count(), 1);
         }
@@ -514,7 +570,9 @@ mod tests {
         );
         // A set whose second file cannot be written leaves the first one old.
         std::fs::create_dir(out.join("z.py")).unwrap();
-        let e = write_set(&out, &[("x.json", "new"), ("z.py", "x")]).unwrap_err();
+        let e = write_set(&out, &[("x.json", "new"), ("z.py", "x")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("z.py") && e.contains("is a directory"), "{e}");
         assert_eq!(
             std::fs::read_to_string(out.join("x.json")).unwrap(),
@@ -522,7 +580,9 @@ mod tests {
         );
         assert_eq!(names(&out), ["mine.txt", "x.json", "y.sh", "z.py"]);
         // A file where the folder should be.
-        let e = write_set(&out.join("mine.txt"), &[("x", "y")]).unwrap_err();
+        let e = write_set(&out.join("mine.txt"), &[("x", "y")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a folder"), "{e}");
     }
 }

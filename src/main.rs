@@ -13,7 +13,7 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(vram_doctor::cli::EXIT_ENVIRONMENT)
             }
         },
     }

@@ -545,3 +545,25 @@ fn decode_png(b: &[u8]) -> Image {
         pixels,
     }
 }
+
+#[test]
+fn a_json_result_that_cannot_be_written_is_said_and_the_status_stands() {
+    let s = Setup::new();
+    let script = s.script("child.sh", "exit 3\n");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full, which Linux always has");
+    let out = s
+        .command(&["--json"], &script)
+        .stdin(Stdio::null())
+        .stdout(full)
+        .output()
+        .expect("run vram-doctor");
+    assert_eq!(out.status.code(), Some(3), "the run's own status");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: the --json result was not written: cannot write to stdout"),
+        "{err}"
+    );
+}

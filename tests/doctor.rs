@@ -314,6 +314,32 @@ mod cli {
         child.wait_with_output().expect("binary finishes")
     }
 
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_full_disk_behind_stdout_exits_1_and_bad_input_2() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full, which Linux always has");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+            .arg("diagnose")
+            .stdin(Stdio::piped())
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("binary runs");
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(P6.as_bytes()).unwrap();
+        drop(pipe);
+        let out = child.wait_with_output().expect("binary finishes");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("error: cannot write to stdout"), "{err}");
+        let bad = diagnose(&["--answers", "0"], P6);
+        assert_eq!(bad.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&bad.stderr).contains("--answers counts from 1"));
+    }
+
     const P6: &str = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.70 GiB. GPU 0 has a total capacty of 6.00 GiB of which 0 bytes is free. Of the allocated memory 2.93 GiB is allocated by PyTorch, and 2.30 GiB is reserved by PyTorch but unallocated.";
 
     #[test]

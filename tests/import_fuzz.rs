@@ -360,7 +360,7 @@ fn fuzz_paths_that_are_not_regular_files() {
         let kind = std::fs::symlink_metadata(p).ok().map(|m| m.file_type());
         let q = p.clone();
         let wrote = within_10s("write_atomic", move || {
-            vram_doctor::atomic_write::write_atomic(&q, "x")
+            vram_doctor::atomic_write::write_atomic(&q, "x").map_err(String::from)
         });
         let q = p.clone();
         let recorded = within_10s("record", move || Recorder::open(&q, 1 << 20).map(drop));

@@ -2,6 +2,7 @@
 //! wizard as far as the evidence goes, and print the causes and fixes (or `--json`);
 //! `--interactive` asks the remaining questions in the terminal, `--answers 2,1` scripts them.
 
+use super::CliError;
 use crate::doctor::diagnosis::{Diagnosis, evidence_line};
 use crate::doctor::reading::{MAX_INPUT_BYTES, Reading, read};
 use crate::doctor::wizard::AnsweredStep;
@@ -88,7 +89,7 @@ enum Stop {
 /// Longest answer line read in interactive mode.
 const MAX_ANSWER_LINE: usize = 1024;
 
-pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
+pub fn run(a: &DiagnoseArgs) -> Result<(), CliError> {
     let kb = Knowledge::get();
     kb.check_lang(&a.lang)?;
     let entry = match &a.tree {
@@ -105,10 +106,10 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     let text = match &a.file {
         Some(path) => {
             let (f, _) = crate::input_file::open_regular(path)?;
-            read_bounded(f).map_err(|e| format!("{}: {e}", path.display()))?
+            read_bounded(f, &path.display())?
         }
         None if a.interactive || (wizard && stdin.is_terminal()) => String::new(),
-        None => read_bounded(stdin.lock()).map_err(|e| format!("stdin: {e}"))?,
+        None => read_bounded(stdin.lock(), &"stdin")?,
     };
     let reading = if text.trim().is_empty() {
         if !wizard {
@@ -151,7 +152,7 @@ pub fn run(a: &DiagnoseArgs) -> Result<(), String> {
     };
     std::io::stdout()
         .write_all(out.as_bytes())
-        .map_err(|e| format!("stdout: {e}"))
+        .map_err(|e| CliError::stdout(&e))
 }
 
 /// The `--json` object for a wizard state (also `vram-doctor run --json`'s, with its timeline).
@@ -192,17 +193,18 @@ pub(super) fn report<'a>(
     })
 }
 
-/// Reads at most `MAX_INPUT_BYTES`; more is refused rather than truncated silently.
-fn read_bounded(src: impl Read) -> Result<String, String> {
+/// Reads at most `MAX_INPUT_BYTES` from `src` (named `what` in errors); more is refused rather
+/// than truncated silently. A read that fails is the machine's problem, too much text the input's.
+fn read_bounded(src: impl Read, what: &dyn std::fmt::Display) -> Result<String, CliError> {
     let mut buf = Vec::new();
     src.take(MAX_INPUT_BYTES as u64 + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| CliError::Environment(format!("{what}: cannot read: {e}")))?;
     if buf.len() > MAX_INPUT_BYTES {
-        return Err(format!(
-            "more than {} of text; paste only the error and the lines around it",
+        return Err(CliError::BadInput(format!(
+            "{what}: more than {} of text; paste only the error and the lines around it",
             human(MAX_INPUT_BYTES as u64)
-        ));
+        )));
     }
     Ok(crate::input_file::decode_text(&buf))
 }

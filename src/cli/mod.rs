@@ -3,6 +3,7 @@
 
 mod accuracy;
 mod diagnose;
+mod error;
 mod inspect;
 mod monitor;
 mod plan;
@@ -12,8 +13,7 @@ mod run;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// Exit status for bad input (a malformed file, an unknown preset, a wrong flag).
-pub const EXIT_BAD_INPUT: u8 = 2;
+pub use error::{CliError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -59,20 +59,23 @@ pub enum Command {
 
 /// Runs a parsed command; prints errors as one line and returns the exit status.
 pub fn run(cmd: Command) -> ExitCode {
-    let result = match cmd {
-        Command::Plan(a) => plan::run(&a),
-        Command::Presets(a) => presets::run(&a),
-        Command::Accuracy(a) => accuracy::run(&a),
+    let result: Result<(), CliError> = match cmd {
+        Command::Plan(a) => plan::run(&a).map_err(CliError::from),
+        Command::Presets(a) => presets::run(&a).map_err(CliError::from),
+        Command::Accuracy(a) => accuracy::run(&a).map_err(CliError::from),
         Command::Monitor(a) => return monitor::run(&a),
         Command::Diagnose(a) => diagnose::run(&a),
-        Command::Inspect(a) => inspect::run(&a),
+        Command::Inspect(a) => inspect::run(&a).map_err(CliError::from),
         Command::Run(a) => return run::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", crate::printable::printable(&e));
-            ExitCode::from(EXIT_BAD_INPUT)
-        }
+        Err(e) => fail(&e),
     }
+}
+
+/// Prints `e` as one line and returns its exit status.
+pub(crate) fn fail(e: &CliError) -> ExitCode {
+    eprintln!("error: {}", crate::printable::printable(&e.to_string()));
+    ExitCode::from(e.exit_code())
 }

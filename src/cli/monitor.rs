@@ -2,6 +2,7 @@
 //! (`--once --json`), with recording, replay and a demo source. Thin: sources, history,
 //! detectors and recording live in `telemetry`.
 
+use super::CliError;
 use crate::printable::printable;
 use crate::telemetry::demo::DemoSource;
 use crate::telemetry::detect::Alert;
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Exit status when there is no GPU to monitor (not bad input: the flags were fine).
-pub const EXIT_NO_GPU: u8 = 1;
+pub const EXIT_NO_GPU: u8 = super::EXIT_ENVIRONMENT;
 
 /// Alerts listed under the table: the newest few, so the table keeps its place on screen.
 const ALERTS_SHOWN: usize = 5;
@@ -85,10 +86,7 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 pub fn run(a: &MonitorArgs) -> ExitCode {
     match run_inner(a) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {}", printable(&e));
-            ExitCode::from(super::EXIT_BAD_INPUT)
-        }
+        Err(e) => super::fail(&e),
     }
 }
 
@@ -176,14 +174,14 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     }
 }
 
-fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
+fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
     if let (Some(rec), Some(rep)) = (&a.record, &a.replay)
         && same_file(rec, rep)
     {
-        return Err(format!(
+        return Err(CliError::BadInput(format!(
             "--record {} is the file being replayed; recording into it would append the replay to itself (name another file)",
             rec.display()
-        ));
+        )));
     }
     let mut recorder = a
         .record
@@ -228,7 +226,8 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
             break;
         }
         if let Some(r) = recorder.as_mut() {
-            r.write(&snap)?;
+            // The file was accepted at the start: a write failing now is the disk's doing.
+            r.write(&snap).map_err(CliError::Environment)?;
         }
         let new = session.push(snap);
         let Some(snap) = session.latest() else {
@@ -281,7 +280,7 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
     if let Feed::Replay(r, ..) = &feed
         && r.skipped() > 0
     {
-        return Err(format!(
+        return Err(CliError::BadInput(format!(
             "{}: {} malformed line(s) skipped, first at {}; the rest was replayed",
             a.replay
                 .as_deref()
@@ -289,7 +288,7 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, String> {
                 .display(),
             r.skipped(),
             r.first_error().unwrap_or("?")
-        ));
+        )));
     }
     drop(feed);
     if shown == 0 && !replay {

@@ -3,6 +3,7 @@
 //! (to stderr, so the command's own stdout stays as it was; `--json` puts one JSON object on
 //! the last line of stdout). Thin: everything it shows comes from `watch` and `doctor`.
 
+use super::CliError;
 use super::diagnose::{Report, render, report};
 use crate::doctor::Knowledge;
 use crate::telemetry::detect::Alert;
@@ -118,10 +119,7 @@ struct RetryJson<'a> {
 pub fn run(a: &RunArgs) -> ExitCode {
     match run_inner(a) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(super::EXIT_BAD_INPUT)
-        }
+        Err(e) => super::fail(&e),
     }
 }
 
@@ -156,7 +154,7 @@ fn watch_once(a: &RunArgs, spec: &CommandSpec, report_dir: Option<&Path>) -> Res
     Ok(Done { outcome, verdict })
 }
 
-fn run_inner(a: &RunArgs) -> Result<ExitCode, String> {
+fn run_inner(a: &RunArgs) -> Result<ExitCode, CliError> {
     let kb = Knowledge::get();
     kb.check_lang(&a.lang)?;
     let (program, args) = a
@@ -218,7 +216,13 @@ fn run_inner(a: &RunArgs) -> Result<ExitCode, String> {
             line.insert(0, '\n');
         }
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        // The run is over and its status stands; the lost result is said, not hidden.
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            eprintln!(
+                "warning: the --json result was not written: {}",
+                CliError::stdout(&e)
+            );
+        }
     }
     if let Some(dir) = &a.report {
         let text = serde_json::to_string_pretty(&run_json(&first, kb, &a.lang)?)

@@ -83,6 +83,9 @@ impl VramDoctorApp {
                     theme_ui(ui);
                     ui.separator();
                     lang_ui(ui, &mut s.lang);
+                    if let Some(why) = s.lang.problem() {
+                        ui.colored_label(ui.visuals().warn_fg_color, why);
+                    }
                 });
             });
         });

@@ -77,22 +77,45 @@ impl Lang {
         }
     }
 
-    /// The table for this language; English needs none.
-    fn table(self) -> Option<&'static HashMap<String, String>> {
-        static ZH: OnceLock<HashMap<String, String>> = OnceLock::new();
+    /// The table for this language as it read; English needs none.
+    fn loaded(self) -> Option<&'static Result<HashMap<String, String>, String>> {
+        static ZH: OnceLock<Result<HashMap<String, String>, String>> = OnceLock::new();
         match self {
             Lang::English => None,
             Lang::SimplifiedChinese => Some(ZH.get_or_init(|| parse(ZH_CN))),
         }
     }
+
+    fn table(self) -> Option<&'static HashMap<String, String>> {
+        self.loaded()?.as_ref().ok()
+    }
+
+    /// When this language's table does not read: one line for the top bar saying so. It stays
+    /// English, since the table that would translate it is the one that failed.
+    pub fn problem(self) -> Option<String> {
+        let why = self.loaded()?.as_ref().err()?;
+        Some(fallback_notice(self, why))
+    }
+}
+
+/// The line shown while `lang` falls back to English because its table failed with `why`.
+fn fallback_notice(lang: Lang, why: &str) -> String {
+    format!("{}: {why}; English is shown instead", lang.endonym())
 }
 
 /// The Simplified Chinese table, embedded so the binary needs no files beside it.
 pub const ZH_CN: &str = include_str!("../../assets/i18n/zh-CN.toml");
 
-/// Reads a table; a table that does not parse is a bug caught by the tests, and shows English.
-pub fn parse(text: &str) -> HashMap<String, String> {
-    toml::from_str(text).unwrap_or_default()
+/// Reads a table. One that does not parse (a bug the tests catch before a release) shows
+/// English, and the top bar says why ([`Lang::problem`]).
+pub fn parse(text: &str) -> Result<HashMap<String, String>, String> {
+    toml::from_str(text).map_err(|e| {
+        let e = e.to_string();
+        format!(
+            "the translation table does not read ({})",
+            e.lines().next().unwrap_or("")
+        )
+    })
 }
 
 thread_local! {
@@ -154,6 +177,21 @@ mod tests {
     }
 
     #[test]
+    fn a_table_that_does_not_read_is_said_not_hidden() {
+        assert_eq!(
+            Lang::SimplifiedChinese.problem(),
+            None,
+            "the shipped table reads"
+        );
+        let why = parse("\"Planner\" = \"规划\"\n\"Monitor\" = [unclosed\n").unwrap_err();
+        assert!(why.contains("line 2"), "{why}");
+        assert_eq!(
+            fallback_notice(Lang::SimplifiedChinese, &why),
+            format!("简体中文: {why}; English is shown instead")
+        );
+    }
+
+    #[test]
     fn placeholders_are_filled_in_the_translation() {
         set_lang(Lang::English);
         assert_eq!(trf("{n} of {m}", &[("n", &1), ("m", &2)]), "1 of 2");
@@ -191,9 +229,7 @@ mod tests {
 
     #[test]
     fn the_table_parses() {
-        assert!(
-            !parse(ZH_CN).is_empty(),
-            "assets/i18n/zh-CN.toml does not parse"
-        );
+        let table = parse(ZH_CN).unwrap_or_else(|e| panic!("assets/i18n/zh-CN.toml: {e}"));
+        assert!(!table.is_empty(), "assets/i18n/zh-CN.toml is empty");
     }
 }

@@ -79,7 +79,10 @@ pub fn write(
 ) -> Result<(), String> {
     let png = plot::render(&o.timeline, o.incident.as_ref().map(|i| i.t_ms)).encode();
     write_atomic_bytes(&dir.join(PLOT), &png)?;
-    write_atomic(&dir.join(MARKDOWN), &markdown(o, verdict, kb, lang))
+    Ok(write_atomic(
+        &dir.join(MARKDOWN),
+        &markdown(o, verdict, kb, lang),
+    )?)
 }
 
 fn markdown(o: &Outcome, verdict: Option<&Verdict>, kb: &Knowledge, lang: &str) -> String {

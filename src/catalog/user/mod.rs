@@ -405,14 +405,15 @@ impl UserPresets {
         each(&self.models)
     }
 
-    /// The file's text: a header saying what it is, then the entries.
-    pub fn to_toml(&self) -> String {
-        let body = toml::to_string_pretty(self).unwrap_or_default();
-        format!(
+    /// The file's text: a header saying what it is, then the entries. An entry TOML cannot
+    /// hold is an error, never a file written without it.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        let body = toml::to_string_pretty(self)?;
+        Ok(format!(
             "# VRAM Doctor: your own GPU and model presets, edited in the app's Catalog tab.\n\
              # model.params is a parameter count (8e9 for 8B). A file that does not read is moved\n\
              # aside to {FILE_NAME}.corrupt-<time>, never deleted.\n\n{body}"
-        )
+        ))
     }
 
     /// Adds `item` (when `old_id` is `None`, with a fresh id made from its name) or replaces

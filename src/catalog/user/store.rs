@@ -158,7 +158,8 @@ impl UserStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("{}: cannot create the folder: {e}", dir.display()))?;
         }
-        write_atomic(&self.path, &presets.to_toml())?;
+        let text = presets.to_toml().map_err(|e| format!("not saved: {e}"))?;
+        write_atomic(&self.path, &text)?;
         self.presets = presets;
         Ok(())
     }

@@ -126,5 +126,9 @@ fn save_export(dialogs: &mut Dialogs, kind: ExportKind, text: &str) -> Status {
         .into_iter()
         .collect();
     let path = dialogs.0.save(tr("Save the export"), name, &ext)?;
-    Some(write_atomic(&path, text).map(|()| trf("Saved {path}", &[("path", &path.display())])))
+    Some(
+        write_atomic(&path, text)
+            .map_err(String::from)
+            .map(|()| trf("Saved {path}", &[("path", &path.display())])),
+    )
 }

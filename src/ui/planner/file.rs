@@ -121,10 +121,14 @@ impl PlannerView {
         else {
             return;
         };
-        self.status = Some(write_atomic(&path, &self.workload.to_toml()).map(|()| {
-            let msg = trf("Saved {path}", &[("path", &path.display())]);
-            self.path = Some(path);
-            msg
-        }));
+        self.status = Some(
+            write_atomic(&path, &self.workload.to_toml())
+                .map_err(String::from)
+                .map(|()| {
+                    let msg = trf("Saved {path}", &[("path", &path.display())]);
+                    self.path = Some(path);
+                    msg
+                }),
+        );
     }
 }

@@ -1,0 +1,80 @@
+//! How a command fails: one line on stderr, and an exit status that says whose problem it is,
+//! so a script can tell a typo from a full disk (README, "Exit status").
+//!
+//! - 0: done.
+//! - 1 ([`EXIT_ENVIRONMENT`]): the machine failed what valid input asked for: a file could not
+//!   be written or read (permissions, a full disk), stdout is closed, no GPU to monitor, no
+//!   display for the app.
+//! - 2 ([`EXIT_BAD_INPUT`]): the input is wrong: a flag, a file's content, a preset name, a
+//!   path that names the wrong kind of thing. The message names what and what is allowed.
+//!
+//! `vram-doctor run` returns the watched command's own status instead.
+
+use crate::atomic_write::WriteError;
+
+/// Exit status for bad input (a malformed file, an unknown preset, a wrong flag).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// Exit status for an I/O or environment failure (a write that failed, no GPU, no display).
+pub const EXIT_ENVIRONMENT: u8 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// What the user gave is wrong. The modules' one-line text errors are this kind: they
+    /// name a field, a flag or a file's content.
+    #[error("{0}")]
+    BadInput(String),
+    /// The machine failed: the message names what could not be done and the system's reason.
+    #[error("{0}")]
+    Environment(String),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+impl From<String> for CliError {
+    fn from(e: String) -> Self {
+        CliError::BadInput(e)
+    }
+}
+
+impl From<&str> for CliError {
+    fn from(e: &str) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
+impl CliError {
+    /// Writing to stdout failed (a closed pipe, a full disk behind a redirection).
+    pub fn stdout(e: &std::io::Error) -> Self {
+        CliError::Environment(format!("cannot write to stdout: {e}"))
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::BadInput(_) | CliError::Write(WriteError::Refused { .. }) => EXIT_BAD_INPUT,
+            CliError::Environment(_) | CliError::Write(WriteError::Io { .. }) => EXIT_ENVIRONMENT,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whose_problem_decides_the_status() {
+        let dir = tempfile::tempdir().unwrap();
+        // A folder where a file should be: the user names another path.
+        let refused = crate::atomic_write::write_atomic(dir.path(), "x").unwrap_err();
+        assert_eq!(CliError::from(refused).exit_code(), EXIT_BAD_INPUT);
+        // A file inside a file: the system cannot do it.
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let failed = crate::atomic_write::write_atomic(&file.join("g"), "x").unwrap_err();
+        assert!(matches!(failed, WriteError::Io { .. }), "{failed:?}");
+        assert_eq!(CliError::from(failed).exit_code(), EXIT_ENVIRONMENT);
+        assert_eq!(CliError::from("bad flag").exit_code(), EXIT_BAD_INPUT);
+        let closed = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert_eq!(CliError::stdout(&closed).exit_code(), EXIT_ENVIRONMENT);
+    }
+}
