@@ -184,7 +184,11 @@ fn check_existing(path: &Path, format: Format) -> Result<(), String> {
     }
     let (f, _) = crate::input_file::open_regular(path)?;
     let mut first = Vec::new();
-    let _ = BufReader::new(f.take(64 * 1024)).take_first_line(&mut first, 64 * 1024);
+    // A first line that cannot be read is not taken as an empty file: appending to a file
+    // whose kind is unknown could spoil someone else's data.
+    BufReader::new(f.take(64 * 1024))
+        .take_first_line(&mut first, 64 * 1024)
+        .map_err(|e| format!("{}: cannot read it to check it: {e}", path.display()))?;
     if first.is_empty() {
         return Ok(());
     }

@@ -1,7 +1,7 @@
 //! The sampler thread: owns a [`Source`], samples it at a fixed rate and sends each snapshot over
 //! a channel, so the UI never waits on the driver (DESIGN.md, "the UI never blocks on NVML").
 
-use super::sample::Snapshot;
+use super::sample::{Snapshot, SourceState};
 use super::source::Source;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::thread::JoinHandle;
@@ -23,10 +23,24 @@ impl Sampler {
         // sampler queue snapshots without limit; 64 is about a minute at the default 1 Hz.
         let (tx, rx) = mpsc::sync_channel(64);
         let (stop_tx, stop_rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
+        let (kind, told) = (source.kind(), tx.clone());
+        let thread = match std::thread::Builder::new()
             .name("gpu-sampler".into())
             .spawn(move || run(source, interval, &tx, &stop_rx))
-            .ok();
+        {
+            Ok(t) => Some(t),
+            Err(e) => {
+                // The receiver learns why nothing comes, as a reading whose state says it.
+                told.try_send(Snapshot {
+                    time_ms: super::sample::now_ms(),
+                    source: kind,
+                    state: SourceState::Error(format!("cannot start the sampling thread: {e}")),
+                    gpus: Vec::new(),
+                })
+                .ok();
+                None
+            }
+        };
         (
             Sampler {
                 stop: Some(stop_tx),

@@ -471,7 +471,7 @@ pub fn watch(
             let (s, snaps) = Sampler::start(source, opts.interval);
             sampler = Some(s);
             if let Some(feed) = w.feed() {
-                forwarder = std::thread::Builder::new()
+                let spawned = std::thread::Builder::new()
                     .name("run-samples".into())
                     .spawn(move || {
                         for s in snaps {
@@ -479,8 +479,13 @@ pub fn watch(
                                 break;
                             }
                         }
-                    })
-                    .ok();
+                    });
+                match spawned {
+                    Ok(f) => forwarder = Some(f),
+                    Err(e) => w.note(format!(
+                        "no GPU readings: cannot start the thread that takes them: {e}"
+                    )),
+                }
             }
         }
         Err(state) => w.note(format!("no GPU readings: {}", state.message())),

@@ -161,17 +161,25 @@ impl Feed {
 
 impl Drop for Feed {
     /// Readings that arrived since the last frame still reach the recording file, which is then
-    /// flushed: closing the window never loses recorded data.
+    /// flushed: closing the window never loses recorded data, and when the disk refuses, the
+    /// terminal the app was started from says so (the window is gone).
     fn drop(&mut self) {
+        let mut failed = None;
         if let (Some(rec), Some(rx)) = (self.recording.as_mut(), self.rx.as_ref()) {
             for s in rx.try_iter() {
-                if rec.write(&s).is_err() {
+                if let Err(e) = rec.write(&s) {
+                    failed = Some(e);
                     break;
                 }
             }
         }
-        if let Some(rec) = self.recording.take() {
-            rec.stop().ok();
+        if let Some(rec) = self.recording.take()
+            && let Err(e) = rec.stop()
+        {
+            failed.get_or_insert(e);
+        }
+        if let Some(e) = failed {
+            eprintln!("vram-doctor: the recording is incomplete: {e}");
         }
     }
 }

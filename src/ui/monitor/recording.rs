@@ -123,12 +123,15 @@ impl MonitorView {
         if let Err(e) = r.write(s) {
             let kept = r.readings;
             self.feed.wake.recording.store(false, Ordering::Relaxed);
-            if let Some(r) = self.feed.recording.take() {
-                r.stop().ok();
-            }
+            // Closing the file can fail too (its last readings not flushed): said with the rest.
+            let closed = self.feed.recording.take().map(Recording::stop);
+            let error = match closed {
+                Some(Err(close)) => format!("{e}; {close}"),
+                _ => e,
+            };
             self.note_error(trf(
                 "Recording stopped: {error} (readings saved before it: {n})",
-                &[("error", &e), ("n", &kept)],
+                &[("error", &error), ("n", &kept)],
             ));
         }
     }
