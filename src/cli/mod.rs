@@ -9,6 +9,7 @@ mod monitor;
 mod plan;
 mod presets;
 mod run;
+mod workflow;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

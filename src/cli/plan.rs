@@ -14,6 +14,14 @@ pub struct PlanArgs {
     /// Workload file (TOML, the contract in DESIGN.md).
     #[arg(long)]
     pub workload: Option<PathBuf>,
+    /// A ComfyUI workflow (UI or API JSON, or a PNG ComfyUI saved with one embedded): plan
+    /// every sampling pass it runs, with the models its loaders name.
+    #[arg(long)]
+    pub workflow: Option<PathBuf>,
+    /// FILE=PRESET: which diffusion model or part a workflow's file is, for names the planner
+    /// does not know (repeat for several).
+    #[arg(long, requires = "workflow")]
+    pub comfy_file: Vec<String>,
     /// Print the JSON result instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -302,6 +310,9 @@ fn set<T>(slot: &mut Option<T>, v: Option<T>) {
 }
 
 pub fn run(a: &PlanArgs) -> Result<(), String> {
+    if let Some(path) = &a.workflow {
+        return super::workflow::run(a, path);
+    }
     let w = a.resolve_any()?;
     let result = plan_any(&w);
     if !a.export.is_empty() {
@@ -374,7 +385,7 @@ fn names_folder(p: &Path) -> bool {
 }
 
 /// What is planned, in one line.
-fn title(w: &AnyWorkload) -> String {
+pub(super) fn title(w: &AnyWorkload) -> String {
     match w {
         AnyWorkload::Llm(w) => {
             let per_gpu = if w.gpu.count > 1 {

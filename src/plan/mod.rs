@@ -8,6 +8,7 @@ pub mod options;
 pub mod search;
 pub mod strategy;
 pub mod verdict;
+pub mod workflow;
 
 use crate::memory::any::AnyWorkload;
 use crate::memory::{self, Breakdown, Component, Peak, Workload};

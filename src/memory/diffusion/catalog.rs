@@ -39,6 +39,13 @@ pub struct Part {
     /// Output frames a video VAE decodes at once; 0 for image VAEs.
     #[serde(default)]
     pub chunk_frames: u32,
+    /// Output frames per latent frame of a video VAE (the first frame is kept on its own:
+    /// `(frames - 1) / t + 1` latent frames); 0 for image VAEs.
+    #[serde(default)]
+    pub temporal_compression: u32,
+    /// The release file names ComfyUI users load this part from (see `comfy_files` below).
+    #[serde(default)]
+    pub comfy_files: Vec<String>,
     pub source: String,
 }
 
@@ -81,6 +88,10 @@ pub struct DiffusionModel {
     pub lora_mib_per_rank: f64,
     pub controlnet_params: f64,
     pub ip_adapter_params: f64,
+    /// File-name stems of this model's releases as ComfyUI users load them, compared token by
+    /// token with a workflow's file names (`plan::workflow::files`).
+    #[serde(default)]
+    pub comfy_files: Vec<String>,
     pub source: String,
 }
 
@@ -191,6 +202,13 @@ pub fn parse(text: &str) -> Result<DiffusionCatalog, String> {
             PartKind::Vae => {
                 positive("gib_per_mpx_fp32", p.gib_per_mpx_fp32).map_err(|e| err(&p.id, e))?;
                 positive("gib_per_mpx_16bit", p.gib_per_mpx_16bit).map_err(|e| err(&p.id, e))?;
+                if (p.chunk_frames > 0) != (p.temporal_compression > 0) {
+                    return Err(err(
+                        &p.id,
+                        "a video VAE (chunk_frames) needs its temporal_compression, and only it"
+                            .into(),
+                    ));
+                }
             }
             _ => {}
         }

@@ -208,11 +208,13 @@ impl DiffusionWorkload {
         f64::from(self.run.width) * f64::from(self.run.height) / f64::from(1u32 << 20)
     }
 
-    /// Latent frames of a video (4× temporal compression with the first frame kept, Wan VAE);
+    /// Latent frames of a video: the VAE's temporal compression with the first frame kept
+    /// (`(frames - 1) / t + 1`, ComfyUI comfy/sd.py `VAE.upscale_ratio` of each video VAE);
     /// 1 for images.
     pub fn latent_frames(&self) -> f64 {
-        if self.model.kind == ModelKind::Video {
-            f64::from((self.run.frames.max(1) - 1) / 4 + 1)
+        let t = self.vae.temporal_compression;
+        if self.model.kind == ModelKind::Video && t > 0 {
+            f64::from((self.run.frames.max(1) - 1) / t + 1)
         } else {
             1.0
         }

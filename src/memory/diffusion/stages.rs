@@ -154,5 +154,12 @@ mod tests {
         assert_eq!(w.latent_frames(), 21.0);
         w.run.frames = 1;
         assert_eq!(w.latent_frames(), 1.0);
+        // The factor is the VAE's own (data), not a constant: an 8x VAE (LTX-Video, Cosmos)
+        // makes 121 frames into 16 latent frames.
+        w.vae.temporal_compression = 8;
+        w.run.frames = 121;
+        assert_eq!(w.latent_frames(), 16.0);
+        let h = wl("hunyuan-video");
+        assert_eq!((h.run.frames, h.latent_frames()), (129, 33.0));
     }
 }

@@ -1,0 +1,158 @@
+//! `vram-doctor plan --workflow FILE`: a ComfyUI workflow planned pass by pass on a card.
+
+use super::plan::{PlanArgs, render, title};
+use crate::import::comfy;
+use crate::memory::any::AnyWorkload;
+use crate::memory::diffusion::resolve::bus_for;
+use crate::plan::workflow::files::Answers;
+use crate::plan::workflow::{Launch, WorkflowPlan};
+use crate::plan::{PlanResult, plan_any};
+use crate::units::human;
+use serde::Serialize;
+use std::path::Path;
+
+/// The JSON result of a workflow plan: the plan of its peak pass with the `workflow` object
+/// (DESIGN.md).
+#[derive(Serialize)]
+struct WorkflowResult<'a> {
+    #[serde(flatten)]
+    result: &'a PlanResult,
+    workflow: &'a WorkflowPlan,
+}
+
+/// Flags a workflow states itself: refused with one line rather than silently overridden.
+fn refuse_run_flags(a: &PlanArgs) -> Result<(), String> {
+    let given = [
+        ("--model", a.model.is_some()),
+        ("--model-file", a.model_file.is_some()),
+        ("--workload", a.workload.is_some()),
+        ("--game", a.game.is_some()),
+        ("--width", a.width.is_some()),
+        ("--height", a.height.is_some()),
+        ("--frames", a.frames.is_some()),
+        ("--batch", a.batch.is_some()),
+        ("--weights", a.weights.is_some()),
+        ("--export", !a.export.is_empty()),
+    ];
+    match given.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(format!(
+            "{flag} does not go with --workflow: the workflow's own nodes say what runs (change them in ComfyUI, or plan a preset without --workflow)"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn gib_flag(flag: &str, v: Option<f64>) -> Result<Option<u64>, String> {
+    match v {
+        None => Ok(None),
+        Some(x) if x.is_finite() && (0.0..=4096.0).contains(&x) => {
+            Ok(Some(crate::units::gib_to_bytes(x)))
+        }
+        Some(x) => Err(format!(
+            "{flag} {x} is out of range; allowed 0..=4096 (GiB)"
+        )),
+    }
+}
+
+pub fn run(a: &PlanArgs, path: &Path) -> Result<(), String> {
+    refuse_run_flags(a)?;
+    let answers = Answers::parse(&a.comfy_file)?;
+    let wf = comfy::read(path)?;
+    let f = a.workload_file()?;
+    let gpu = f.gpu.resolve()?;
+    let bus = bus_for(f.gpu.preset.as_deref());
+    let launch = Launch {
+        vram_mode: a
+            .vram_mode
+            .unwrap_or(crate::memory::diffusion::VramMode::Normal),
+        reserve_vram_bytes: gib_flag("--reserve-vram-gib", a.reserve_vram_gib)?,
+        other_processes_bytes: gib_flag("--other-gib", a.other_gib)?.unwrap_or(0),
+    };
+    let wp = crate::plan::workflow::plan(&wf, gpu, bus, &launch, &answers)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let peak = AnyWorkload::Diffusion(wp.peak().workload.clone());
+    let mut result = plan_any(&peak);
+    result.warnings.extend(wp.warnings.iter().cloned());
+    if a.json {
+        let out = WorkflowResult {
+            result: &result,
+            workflow: &wp,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", describe(path, &wp));
+        println!();
+        print!("{}", render(&title(&peak), &result));
+    }
+    Ok(())
+}
+
+/// The workflow part of the table: loaders with their files, passes and the peak.
+fn describe(path: &Path, wp: &WorkflowPlan) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Workflow {} ({} format): {} sampling pass{}; peak at node {} ({}) in pass {}",
+        crate::printable::printable(&path.display().to_string()),
+        match wp.format {
+            comfy::Format::Ui => "UI",
+            comfy::Format::Api => "API",
+        },
+        wp.passes.len(),
+        if wp.passes.len() == 1 { "" } else { "es" },
+        wp.peak_node,
+        wp.peak_stage.replace('_', " "),
+        wp.peak_pass + 1
+    );
+    let _ = writeln!(s, "Models loaded:");
+    for n in &wp.nodes {
+        let what = match (&n.preset, &n.weights, n.bytes) {
+            (Some(p), Some(w), Some(b)) => format!("{p}, {w}, {}", human(b)),
+            (None, None, Some(b)) => human(b),
+            _ => "not identified".into(),
+        };
+        let _ = writeln!(
+            s,
+            "  node {:<4} {:<24} {}  → {what}",
+            n.id,
+            n.class_type,
+            crate::printable::printable_cut(&n.file, 60)
+        );
+    }
+    let _ = writeln!(s, "Passes:");
+    for (i, p) in wp.passes.iter().enumerate() {
+        let size = if p.frames > 1 {
+            format!("{}×{}×{} frames", p.width, p.height, p.frames)
+        } else {
+            format!("{}×{}", p.width, p.height)
+        };
+        let _ = writeln!(
+            s,
+            "  {}{}. node {} {}: {} at {size}, batch {}{}{}; peak {} (node {}), needs {}",
+            if i == wp.peak_pass { "*" } else { " " },
+            i + 1,
+            p.node,
+            p.class_type,
+            p.model,
+            p.batch,
+            if p.cfg { ", cfg (uncond batch)" } else { "" },
+            match (&p.decode_node, p.vae_tiled) {
+                (Some(d), true) => format!(", tiled VAE decode at node {d}"),
+                (Some(d), false) => format!(", VAE decode at node {d}"),
+                (None, _) => String::new(),
+            },
+            p.peak_stage.replace('_', " "),
+            p.peak_node,
+            human(p.need_bytes)
+        );
+    }
+    if !wp.unmodelled_nodes.is_empty() {
+        let _ = writeln!(s, "Not modelled: {}", wp.unmodelled_nodes.join(", "));
+    }
+    let _ = writeln!(s, "Assumes: {}", wp.assumes);
+    s
+}

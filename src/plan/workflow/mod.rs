@@ -1,0 +1,754 @@
+//! Planning a ComfyUI workflow (`vram-doctor plan --workflow FILE`): which models it loads,
+//! the size of every sampling pass, and the stage and node where memory peaks.
+//!
+//! Each sampler is one pass of the diffusion engine (`memory::diffusion`): its model (traced
+//! back through LoRAs and model patches to the loader), the text encoders and ControlNets its
+//! conditioning comes from, the latent it denoises (traced back through latent upscales to the
+//! node that made it: a hires-fix second pass runs at the upscaled size) and, when a VAE decode
+//! reads its output, that decode. ComfyUI runs the passes one after another and loads, keeps
+//! and unloads models between them (comfy/model_management.py `load_models_gpu` frees memory
+//! for the next model only when it is needed), so the workflow's peak is the largest pass's.
+
+pub mod files;
+pub mod graph;
+
+use crate::import::comfy::nodes::{self, Role};
+use crate::import::comfy::{Format, Node, Workflow};
+use crate::memory::diffusion::parts::{denoiser_bytes, text_encoder_bytes};
+use crate::memory::diffusion::residency::{Stage, place};
+use crate::memory::diffusion::{
+    Bus, DiffusionCatalog, DiffusionWorkload, ModelKind, Part, VramMode,
+};
+use crate::memory::dtype::WeightFormat;
+use crate::memory::options::Engine;
+use crate::memory::workload::GpuTarget;
+use files::{Answers, Want, format_in_name, identify};
+use serde::Serialize;
+
+/// The ComfyUI launch settings a plan assumes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// `--lowvram`, `--highvram` … (`VramMode`).
+    pub vram_mode: VramMode,
+    /// `--reserve-vram`, bytes; `None`: ComfyUI's default for the OS.
+    pub reserve_vram_bytes: Option<u64>,
+    pub other_processes_bytes: u64,
+}
+
+impl Default for Launch {
+    fn default() -> Self {
+        Launch {
+            vram_mode: VramMode::Normal,
+            reserve_vram_bytes: None,
+            other_processes_bytes: 0,
+        }
+    }
+}
+
+/// A node that loads a model, as listed in the result (DESIGN.md `workflow.nodes`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadedFile {
+    pub id: String,
+    pub class_type: String,
+    pub file: String,
+    /// The catalog preset the file was identified as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Storage format on the GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
+    /// Weight bytes on the GPU when loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+/// One sampling pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pass {
+    /// The sampler node.
+    pub node: String,
+    pub class_type: String,
+    pub model: String,
+    pub width: u32,
+    pub height: u32,
+    pub frames: u32,
+    pub batch: u32,
+    /// Classifier-free guidance runs an uncond batch (cfg ≠ 1 and a guider that has one).
+    pub cfg: bool,
+    /// The VAE decode that reads this pass's output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_node: Option<String>,
+    pub vae_tiled: bool,
+    /// The LoRA loaders on its model's way.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lora_nodes: Vec<String>,
+    /// The stage of this pass where memory peaks, and its node.
+    pub peak_stage: &'static str,
+    pub peak_node: String,
+    /// The least the card must hold for this pass to stay whole in VRAM (the verdict's need).
+    pub need_bytes: u64,
+    /// What ComfyUI would hold on this card during the pass (its caches fill what is free).
+    pub use_bytes: u64,
+    #[serde(skip)]
+    pub workload: DiffusionWorkload,
+}
+
+/// The workflow's plan (DESIGN.md `workflow` object of a workflow plan).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkflowPlan {
+    pub format: Format,
+    /// Every loader node with its file and memory.
+    pub nodes: Vec<LoadedFile>,
+    /// Nodes the planner does not know, as "id ClassType": reported, never dropped.
+    pub unmodelled_nodes: Vec<String>,
+    pub passes: Vec<Pass>,
+    /// Index into `passes` of the pass where the workflow peaks.
+    pub peak_pass: usize,
+    /// The stage and node of the workflow's peak.
+    pub peak_stage: &'static str,
+    pub peak_node: String,
+    /// The ComfyUI memory behaviour the plan assumes, one line.
+    pub assumes: String,
+    pub warnings: Vec<String>,
+}
+
+impl WorkflowPlan {
+    pub fn peak(&self) -> &Pass {
+        &self.passes[self.peak_pass]
+    }
+}
+
+fn stage_name(s: Stage) -> &'static str {
+    match s {
+        Stage::Encode => "text_encode",
+        Stage::Denoise => "sampling",
+        Stage::Decode => "vae_decode",
+    }
+}
+
+fn shown(n: &Node) -> String {
+    format!("node {} ({})", n.id, n.class_type)
+}
+
+/// The file names a loader node loads, with the kind each one is.
+fn loader_files(n: &Node) -> Vec<(String, Want)> {
+    let role = graph::role(n);
+    let names: &[&str] = match role {
+        Some(Role::Checkpoint) => &["ckpt_name"],
+        Some(Role::Unet | Role::UnetGguf) => &["unet_name"],
+        Some(Role::Clip) => &[
+            "clip_name",
+            "clip_name1",
+            "clip_name2",
+            "clip_name3",
+            "clip_name4",
+        ],
+        Some(Role::Vae) => &["vae_name"],
+        Some(Role::Lora) => &["lora_name"],
+        Some(Role::Controlnet) => &["control_net_name"],
+        Some(Role::ClipVision) => &["clip_name"],
+        Some(Role::UpscaleModel) => &["model_name"],
+        _ => &[],
+    };
+    let want = match role {
+        Some(Role::Clip) => Want::TextEncoder,
+        Some(Role::Vae) => Want::Vae,
+        _ => Want::Model,
+    };
+    names
+        .iter()
+        .filter_map(|k| n.text(k))
+        .map(|f| (f.to_string(), want))
+        .collect()
+}
+
+/// Whether a VAE file is one of the tiny autoencoders ComfyUI's VAELoader offers (taesd,
+/// taesdxl, taesd3, taef1; nodes.py `VAELoader.vae_list`).
+fn is_tiny_vae(name: &str) -> bool {
+    files::tokens(files::stem(name))
+        .iter()
+        .any(|t| matches!(t.as_str(), "taesd" | "taesdxl" | "taesd3" | "taef1"))
+}
+
+/// The catalog id of a file, from the user's answers or its name.
+fn id_of(name: &str, want: Want, answers: &Answers) -> Option<String> {
+    answers
+        .get(name, want)
+        .or_else(|| identify(name, want))
+        .map(str::to_string)
+}
+
+/// The planner's reading of one workflow on one card.
+struct Planner<'a> {
+    w: &'a Workflow,
+    gpu: GpuTarget,
+    bus: Bus,
+    launch: &'a Launch,
+    answers: &'a Answers,
+    warnings: Vec<String>,
+}
+
+/// The denoising model a loader loads and its storage format.
+struct LoadedModel {
+    id: String,
+    weights: WeightFormat,
+    /// The format its file states (a checkpoint's text encoders share it).
+    stated: Option<WeightFormat>,
+}
+
+impl<'a> Planner<'a> {
+    fn sixteen(&self) -> WeightFormat {
+        if self.gpu.bf16 {
+            WeightFormat::Bf16
+        } else {
+            WeightFormat::Fp16
+        }
+    }
+
+    fn model(&self, loader: &Node) -> Result<LoadedModel, String> {
+        let name = loader_files(loader)
+            .into_iter()
+            .next()
+            .map(|(f, _)| f)
+            .ok_or_else(|| format!("{} names no model file", shown(loader)))?;
+        let id = id_of(&name, Want::Model, self.answers).ok_or_else(|| {
+            format!(
+                "{} loads '{}', which is not a model the planner knows; say which it is with --comfy-file '{}=PRESET' (presets: `vram-doctor presets list diffusion`)",
+                shown(loader),
+                crate::printable::printable_cut(&name, 120),
+                crate::printable::printable_cut(files::stem(&name), 120)
+            )
+        })?;
+        let stated = format_in_name(&name);
+        // UNETLoader weight_dtype fp8_e4m3fn / fp8_e4m3fn_fast / fp8_e5m2 stores the weights in
+        // fp8 whatever the file holds (ComfyUI nodes.py UNETLoader.load_unet).
+        let cast = loader
+            .text("weight_dtype")
+            .filter(|d| d.starts_with("fp8"))
+            .map(|_| WeightFormat::Fp8);
+        let weights = match (cast, stated, graph::role(loader)) {
+            (Some(f), _, _) => f,
+            (None, Some(f), _) => f,
+            (None, None, Some(Role::UnetGguf)) => {
+                return Err(format!(
+                    "{} loads '{}', a GGUF file whose name states no quantization (Q8_0, Q4_K_S …); name it in the file or use --comfy-file",
+                    shown(loader),
+                    crate::printable::printable_cut(&name, 120)
+                ));
+            }
+            // ComfyUI computes (and stores) an unmarked checkpoint in its 16-bit dtype
+            // (model_management.py `unet_dtype`: bf16 where supported, else fp16).
+            (None, None, _) => self.sixteen(),
+        };
+        // An fp32 file is cast to the 16-bit dtype on load.
+        let weights = if weights == WeightFormat::Fp32 {
+            self.sixteen()
+        } else {
+            weights
+        };
+        Ok(LoadedModel {
+            id,
+            weights,
+            stated,
+        })
+    }
+
+    /// The text encoders a pass's conditioning comes from: a checkpoint's own (its CLIP
+    /// output, slot 1) or the files of CLIP loaders.
+    fn text_encoders(
+        &mut self,
+        cond: &[(&Node, u32)],
+        ckpt: Option<&LoadedModel>,
+        default: &[Part],
+    ) -> (Vec<Part>, Vec<WeightFormat>, bool) {
+        let cat = DiffusionCatalog::get();
+        let sixteen = self.sixteen();
+        let mut parts = Vec::new();
+        let mut formats = Vec::new();
+        let mut on_cpu = false;
+        let mut unknown = Vec::new();
+        for (n, slot) in cond {
+            match graph::role(n) {
+                Some(Role::Checkpoint) if *slot == 1 => {
+                    let m = cat.model(&ckpt.map_or(String::new(), |c| c.id.clone()));
+                    let own = m.map(|m| m.text_encoders.clone()).unwrap_or_default();
+                    for te in own.iter().filter_map(|t| cat.part(t)) {
+                        // A checkpoint saved in fp8 holds its large encoders (T5) in fp8 too.
+                        let f = match ckpt.and_then(|c| c.stated) {
+                            Some(WeightFormat::Fp8) if te.params > 1e9 => WeightFormat::Fp8,
+                            _ => sixteen,
+                        };
+                        parts.push(te.clone());
+                        formats.push(f);
+                    }
+                }
+                Some(Role::Clip) => {
+                    on_cpu |= n.text("device") == Some("cpu");
+                    for (file, _) in loader_files(n) {
+                        match id_of(&file, Want::TextEncoder, self.answers)
+                            .and_then(|id| cat.part(&id))
+                        {
+                            Some(p) => {
+                                parts.push(p.clone());
+                                formats.push(match format_in_name(&file) {
+                                    Some(WeightFormat::Fp32) | None => sixteen,
+                                    Some(f) => f,
+                                });
+                            }
+                            None => unknown.push(format!(
+                                "'{}' ({})",
+                                crate::printable::printable_cut(&file, 120),
+                                shown(n)
+                            )),
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !unknown.is_empty() || parts.is_empty() {
+            if !unknown.is_empty() {
+                self.warnings.push(format!(
+                    "text encoder {} is not one the planner knows; planned with the model's own encoders ({}) — say which it is with --comfy-file FILE=PRESET",
+                    unknown.join(", "),
+                    default.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            return (default.to_vec(), vec![sixteen; default.len()], on_cpu);
+        }
+        (parts, formats, on_cpu)
+    }
+
+    /// The VAE a decode node uses: a checkpoint's own (slot 2) or a VAELoader's file.
+    fn vae(&mut self, decode: &Node, default: &Part) -> (Part, bool) {
+        let Some((id, _)) = decode.link("vae") else {
+            return (default.clone(), false);
+        };
+        let Some(src) = self.w.node(id) else {
+            return (default.clone(), false);
+        };
+        if graph::role(src) == Some(Role::Checkpoint) {
+            let own = self
+                .model(src)
+                .ok()
+                .and_then(|m| {
+                    DiffusionCatalog::get()
+                        .model(&m.id)
+                        .ok()
+                        .map(|m| m.vae.clone())
+                })
+                .and_then(|v| DiffusionCatalog::get().part(&v).cloned());
+            return (own.unwrap_or_else(|| default.clone()), false);
+        }
+        let Some((file, _)) = loader_files(src).into_iter().next() else {
+            return (default.clone(), false);
+        };
+        if is_tiny_vae(&file) {
+            return (default.clone(), true);
+        }
+        match id_of(&file, Want::Vae, self.answers)
+            .and_then(|i| DiffusionCatalog::get().part(&i).cloned())
+        {
+            Some(p) => (p, false),
+            None => {
+                self.warnings.push(format!(
+                    "VAE '{}' ({}) is not one the planner knows; planned as {} — say which it is with --comfy-file FILE=PRESET",
+                    crate::printable::printable_cut(&file, 120),
+                    shown(src),
+                    default.id
+                ));
+                (default.clone(), false)
+            }
+        }
+    }
+
+    /// The node a sampler's guider is, for SamplerCustomAdvanced.
+    fn guider<'n>(&self, s: &'n Node) -> Option<&'n Node>
+    where
+        'a: 'n,
+    {
+        if graph::role(s) != Some(Role::SamplerCustom) {
+            return None;
+        }
+        s.link("guider").and_then(|(id, _)| self.w.node(id))
+    }
+
+    /// The MODEL input of a sampler, or of its guider.
+    fn model_link<'n>(&self, s: &'n Node) -> Option<(&'n str, u32)>
+    where
+        'a: 'n,
+    {
+        match self.guider(s) {
+            Some(g) => g.link("model"),
+            None => s.link("model"),
+        }
+    }
+
+    /// Whether a sampler runs an uncond batch, and the inputs its conditioning comes from.
+    fn guidance<'n>(&mut self, s: &'n Node, model_cfg: bool) -> (bool, Vec<(&'n str, u32)>)
+    where
+        'a: 'n,
+    {
+        // comfy/samplers.py sampling_function: at cfg 1.0 the uncond pass is skipped
+        // (`math.isclose(cond_scale, 1.0)`, unless disable_cfg1_optimization).
+        let cfg_of = |n: &Node, warnings: &mut Vec<String>| match n
+            .value("cfg")
+            .map(serde_json::Value::as_f64)
+        {
+            None => false,
+            Some(Some(c)) => (c - 1.0).abs() > 1e-9,
+            Some(None) => {
+                warnings.push(format!(
+                    "{}: cfg is not a number; planned with the model's default guidance",
+                    shown(n)
+                ));
+                model_cfg
+            }
+        };
+        let conds = |n: &'n Node| -> Vec<(&'n str, u32)> {
+            ["positive", "negative", "conditioning"]
+                .iter()
+                .filter_map(|k| n.link(k))
+                .collect()
+        };
+        if graph::role(s) != Some(Role::SamplerCustom) {
+            if s.link("cfg").is_some() {
+                self.warnings.push(format!(
+                    "{}: cfg comes from a link; planned with the model's default guidance",
+                    shown(s)
+                ));
+                return (model_cfg, conds(s));
+            }
+            return (cfg_of(s, &mut self.warnings), conds(s));
+        }
+        match self.guider(s) {
+            Some(g) if graph::role(g) == Some(Role::Guider) => {
+                let has_cfg =
+                    nodes::get(&g.class_type).is_some_and(|t| t.widgets.iter().any(|x| x == "cfg"));
+                (has_cfg && cfg_of(g, &mut self.warnings), conds(g))
+            }
+            Some(g) => {
+                self.warnings.push(format!(
+                    "{}'s guider {} is not modelled; planned with the model's default guidance",
+                    shown(s),
+                    shown(g)
+                ));
+                (model_cfg, conds(g))
+            }
+            None => (model_cfg, Vec::new()),
+        }
+    }
+
+    fn pass(&mut self, s: &Node, decodes: &[&Node]) -> Result<Pass, String> {
+        let w = self.w;
+        let path = graph::model_path(w, self.model_link(s));
+        for u in &path.unknown {
+            self.warnings.push(format!(
+                "{} sits between {} and its model and is not modelled; its memory is not counted",
+                shown(u),
+                shown(s)
+            ));
+        }
+        let loader = path.loader.ok_or_else(|| {
+            format!(
+                "{}: its model does not lead back to a model loader",
+                shown(s)
+            )
+        })?;
+        let m = self.model(loader)?;
+        let mut wl = DiffusionWorkload::for_preset(self.gpu.clone(), self.bus, &m.id)?;
+        let (cfg, cond_links) = self.guidance(s, wl.model.cfg);
+        let cond = graph::conditioning(w, &cond_links);
+        let ckpt = (graph::role(loader) == Some(Role::Checkpoint)).then_some(&m);
+        let (tes, te_formats, te_cpu) = self.text_encoders(&cond, ckpt, &wl.text_encoders.clone());
+        let lat =
+            graph::latent(w, s.link("latent_image")).map_err(|e| format!("{}: {e}", shown(s)))?;
+        self.warnings.extend(lat.notes.iter().cloned());
+        let video = wl.model.kind == ModelKind::Video;
+        if video != (lat.temporal > 0) {
+            let kind = if video {
+                "a video model"
+            } else {
+                "an image model"
+            };
+            self.warnings.push(format!(
+                "{} runs {kind} ({}) on the latent of node {}, which is {}",
+                shown(s),
+                wl.model.id,
+                lat.source,
+                if lat.temporal > 0 {
+                    "a video latent"
+                } else {
+                    "an image latent"
+                }
+            ));
+        } else if video && lat.temporal != wl.vae.temporal_compression {
+            self.warnings.push(format!(
+                "node {} makes latents of {} frames per latent frame, {}'s VAE compresses {}: planned with the VAE's",
+                lat.source, lat.temporal, wl.model.id, wl.vae.temporal_compression
+            ));
+        }
+        let decode = decodes.first().copied();
+        let r = &mut wl.run;
+        r.weights = m.weights;
+        r.width = lat.width / 8 * 8;
+        r.height = lat.height / 8 * 8;
+        r.frames = if video { lat.frames.max(1) } else { 1 };
+        r.batch = lat.batch.max(1);
+        r.cfg = cfg;
+        r.loras = path.loras.len() as u32;
+        r.controlnets = cond
+            .iter()
+            .filter(|(n, _)| graph::role(n) == Some(Role::Controlnet))
+            .count() as u32;
+        r.text_encoder_on_cpu = te_cpu;
+        r.vram_mode = self.launch.vram_mode;
+        if let Some(b) = self.launch.reserve_vram_bytes {
+            r.reserve_vram_bytes = b;
+        }
+        r.other_processes_bytes = self.launch.other_processes_bytes;
+        r.vae_decode = decode.is_some();
+        r.vae_tiling = decode.is_some_and(|d| graph::role(d) == Some(Role::DecodeTiled));
+        wl.text_encoders = tes;
+        wl.run.text_encoder_weights = te_formats;
+        if let Some(d) = decode {
+            let default = wl.vae.clone();
+            let (vae, tiny) = self.vae(d, &default);
+            wl.vae = vae;
+            wl.run.tiny_vae = tiny;
+        }
+        if wl.run.controlnets > 0 && wl.model.controlnet_params <= 0.0 {
+            self.warnings.push(format!(
+                "{} applies a ControlNet to {}, for which no ControlNet size is known: not counted",
+                shown(s),
+                wl.model.id
+            ));
+        }
+        let placed = place(&wl);
+        let v = crate::plan::verdict::of_diffusion(&wl);
+        let peak_node = match placed.peak {
+            Stage::Denoise => s.id.clone(),
+            Stage::Decode => decode.map_or(s.id.clone(), |d| d.id.clone()),
+            Stage::Encode => cond
+                .iter()
+                .find(|(n, _)| n.inputs.contains_key("clip"))
+                .map_or(s.id.clone(), |(n, _)| n.id.clone()),
+        };
+        Ok(Pass {
+            node: s.id.clone(),
+            class_type: s.class_type.clone(),
+            model: wl.model.id.clone(),
+            width: wl.run.width,
+            height: wl.run.height,
+            frames: wl.run.frames,
+            batch: wl.run.batch,
+            cfg: wl.run.cfg,
+            decode_node: decode.map(|d| d.id.clone()),
+            vae_tiled: wl.run.vae_tiling,
+            lora_nodes: path.loras.iter().map(|n| n.id.clone()).collect(),
+            peak_stage: stage_name(placed.peak),
+            peak_node,
+            need_bytes: v.need_bytes,
+            use_bytes: v.use_bytes,
+            workload: wl,
+        })
+    }
+}
+
+/// The sampler whose output a decode node reads (through latent operations).
+fn sampler_of<'a>(w: &'a Workflow, decode: &Node) -> Option<&'a Node> {
+    let mut link = decode.link("samples");
+    for _ in 0..=w.nodes.len() {
+        let n = w.node(link?.0)?;
+        match graph::role(n) {
+            Some(Role::Sampler | Role::SamplerCustom) => return Some(n),
+            Some(Role::LatentUpscale | Role::LatentUpscaleBy | Role::LatentRepeat) => {
+                link = n.link("samples")
+            }
+            _ => {
+                link = nodes::get(&n.class_type)
+                    .and_then(|t| t.through.as_deref())
+                    .and_then(|t| n.link(t))
+                    .or_else(|| n.link("samples"))
+            }
+        }
+    }
+    None
+}
+
+/// The bytes a loader's file takes on the GPU, by the catalog.
+fn loaded_bytes(p: &Planner, n: &Node, passes: &[Pass]) -> Vec<LoadedFile> {
+    let cat = DiffusionCatalog::get();
+    let e = Engine::ComfyUi;
+    let sixteen = p.sixteen();
+    loader_files(n)
+        .into_iter()
+        .map(|(file, want)| {
+            let mut f = LoadedFile {
+                id: n.id.clone(),
+                class_type: n.class_type.clone(),
+                file: file.clone(),
+                preset: None,
+                weights: None,
+                bytes: None,
+            };
+            match graph::role(n) {
+                Some(Role::Checkpoint | Role::Unet | Role::UnetGguf) => {
+                    if let Ok(m) = p.model(n)
+                        && let Ok(model) = cat.model(&m.id)
+                    {
+                        f.bytes = Some(denoiser_bytes(model, m.weights, e) as u64);
+                        f.weights = Some(m.weights.to_string());
+                        f.preset = Some(m.id);
+                    }
+                }
+                Some(Role::Clip | Role::Vae) => {
+                    if let Some(part) = id_of(&file, want, p.answers).and_then(|i| cat.part(&i)) {
+                        let fmt = match format_in_name(&file) {
+                            Some(WeightFormat::Fp32) | None => sixteen,
+                            Some(x) => x,
+                        };
+                        f.bytes = Some(if want == Want::Vae {
+                            (part.params * 2.0) as u64
+                        } else {
+                            text_encoder_bytes(part, fmt, e) as u64
+                        });
+                        f.weights = Some(fmt.to_string());
+                        f.preset = Some(part.id.clone());
+                    }
+                }
+                Some(Role::Lora) => {
+                    // The model the LoRA patches: the pass whose model path holds it.
+                    if let Some(pass) = passes.iter().find(|x| x.lora_nodes.contains(&n.id)) {
+                        let m = &pass.workload;
+                        f.bytes = Some(
+                            (f64::from(m.run.lora_rank)
+                                * m.model.lora_mib_per_rank
+                                * crate::units::MIB) as u64,
+                        );
+                    }
+                }
+                _ => {}
+            }
+            f
+        })
+        .collect()
+}
+
+/// Plans a workflow on a card with ComfyUI's launch settings.
+pub fn plan(
+    w: &Workflow,
+    gpu: GpuTarget,
+    bus: Bus,
+    launch: &Launch,
+    answers: &Answers,
+) -> Result<WorkflowPlan, String> {
+    let mut p = Planner {
+        w,
+        gpu,
+        bus,
+        launch,
+        answers,
+        warnings: w.notes.clone(),
+    };
+    let decodes: Vec<&Node> = w
+        .nodes
+        .values()
+        .filter(|n| matches!(graph::role(n), Some(Role::Decode | Role::DecodeTiled)))
+        .collect();
+    let samplers: Vec<&Node> = w
+        .nodes
+        .values()
+        .filter(|n| matches!(graph::role(n), Some(Role::Sampler | Role::SamplerCustom)))
+        .collect();
+    if samplers.is_empty() {
+        return Err("the workflow has no sampler (KSampler, KSamplerAdvanced, SamplerCustom, SamplerCustomAdvanced): nothing runs a diffusion model".into());
+    }
+    let mut passes = Vec::new();
+    for s in &samplers {
+        let mine: Vec<&Node> = decodes
+            .iter()
+            .copied()
+            .filter(|d| sampler_of(w, d).is_some_and(|x| x.id == s.id))
+            .collect();
+        passes.push(p.pass(s, &mine)?);
+    }
+    // Passes in the order they run: a pass whose latent comes from another runs after it.
+    passes.sort_by_key(|x| depth(w, &x.node));
+    let peak_pass = passes
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, x)| x.need_bytes)
+        .map_or(0, |(i, _)| i);
+    let models: std::collections::BTreeSet<&str> =
+        passes.iter().map(|x| x.model.as_str()).collect();
+    if models.len() > 1 {
+        p.warnings.push(format!(
+            "the passes use {} models ({}); ComfyUI keeps a model loaded after its pass while the next fits beside it and unloads it when not, so each pass is planned with its own models",
+            models.len(),
+            models.iter().copied().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut nodes_out = Vec::new();
+    let mut unmodelled = Vec::new();
+    for n in w.nodes.values() {
+        match graph::role(n) {
+            None => unmodelled.push(format!("{} {}", n.id, n.class_type)),
+            Some(Role::ClipVision | Role::UpscaleModel | Role::Encode) => {
+                p.warnings.push(format!(
+                    "{}: its memory is not counted in the plan yet",
+                    shown(n)
+                ));
+                nodes_out.extend(loaded_bytes(&p, n, &passes));
+            }
+            Some(_) => nodes_out.extend(loaded_bytes(&p, n, &passes)),
+        }
+    }
+    if !unmodelled.is_empty() {
+        p.warnings.push(format!(
+            "not modelled (custom or unknown nodes, their memory is not counted): {}",
+            unmodelled.join(", ")
+        ));
+    }
+    let launch_line = format!(
+        "ComfyUI with --{} (model_management.py VRAMState), weights loaded whole or partially (static VRAM, not --enable-dynamic-vram), --reserve-vram {}",
+        match launch.vram_mode {
+            VramMode::Normal => "normalvram",
+            VramMode::Low => "lowvram",
+            VramMode::No => "novram",
+            VramMode::High => "highvram",
+            VramMode::GpuOnly => "gpu-only",
+        },
+        crate::units::human(passes[peak_pass].workload.run.reserve_vram_bytes)
+    );
+    let peak = &passes[peak_pass];
+    Ok(WorkflowPlan {
+        format: w.format,
+        nodes: nodes_out,
+        unmodelled_nodes: unmodelled,
+        peak_stage: peak.peak_stage,
+        peak_node: peak.peak_node.clone(),
+        passes,
+        peak_pass,
+        assumes: launch_line,
+        warnings: p.warnings,
+    })
+}
+
+/// How many samplers a sampler's latent passes through before it (0 for the first pass).
+fn depth(w: &Workflow, sampler: &str) -> usize {
+    let mut d = 0;
+    let mut link = w.node(sampler).and_then(|n| n.link("latent_image"));
+    for _ in 0..=w.nodes.len() {
+        let Some(n) = link.and_then(|(id, _)| w.node(id)) else {
+            break;
+        };
+        if matches!(graph::role(n), Some(Role::Sampler | Role::SamplerCustom)) {
+            d += 1;
+            link = n.link("latent_image");
+        } else {
+            link = n.link("samples").or_else(|| n.link("latent_image"));
+        }
+    }
+    d
+}

@@ -1,0 +1,316 @@
+//! Planning the ComfyUI workflows of tests/data/comfy (gen_workflows.py writes them from the
+//! real node definitions): every form of each plans with the models its loaders name, the
+//! sizes its latent nodes make, and the peak at a stage and node of the workflow.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use vram_doctor::import::comfy;
+use vram_doctor::memory::diffusion::{Bus, VramMode};
+use vram_doctor::memory::workload::GpuTarget;
+use vram_doctor::plan::workflow::files::Answers;
+use vram_doctor::plan::workflow::{Launch, Pass, WorkflowPlan, plan};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/comfy")
+        .join(name)
+}
+
+fn gpu(gib: f64) -> GpuTarget {
+    GpuTarget::with_capacity(vram_doctor::units::gib_to_bytes(gib), 1)
+}
+
+/// The plan of every form of a workflow, checked to be the same.
+fn planned(name: &str, gib: f64) -> WorkflowPlan {
+    let mut plans = Vec::new();
+    for file in [
+        format!("{name}.json"),
+        format!("{name}.api.json"),
+        format!("{name}.png"),
+    ] {
+        let w = comfy::read(&data(&file)).unwrap();
+        let p = plan(
+            &w,
+            gpu(gib),
+            Bus::default(),
+            &Launch::default(),
+            &Answers::default(),
+        )
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
+        plans.push(p);
+    }
+    for p in &plans[1..] {
+        assert_eq!(p.passes, plans[0].passes, "{name}: forms differ");
+        assert_eq!(p.nodes, plans[0].nodes, "{name}: forms differ");
+    }
+    plans.remove(0)
+}
+
+/// (sampler node, model, width, height, frames, batch, cfg, decode node, tiled).
+type Expect<'a> = (
+    &'a str,
+    &'a str,
+    u32,
+    u32,
+    u32,
+    u32,
+    bool,
+    Option<&'a str>,
+    bool,
+);
+
+fn check(p: &Pass, e: Expect) {
+    let got = (
+        p.node.as_str(),
+        p.model.as_str(),
+        p.width,
+        p.height,
+        p.frames,
+        p.batch,
+        p.cfg,
+        p.decode_node.as_deref(),
+        p.vae_tiled,
+    );
+    assert_eq!(got, e);
+    // The peak node is the node of the peak stage.
+    match p.peak_stage {
+        "sampling" => assert_eq!(p.peak_node, p.node),
+        "vae_decode" => assert_eq!(Some(p.peak_node.as_str()), p.decode_node.as_deref()),
+        "text_encode" => assert_ne!(p.peak_node, p.node),
+        s => panic!("stage {s}"),
+    }
+}
+
+fn te_ids(p: &Pass) -> Vec<&str> {
+    p.workload
+        .text_encoders
+        .iter()
+        .map(|t| t.id.as_str())
+        .collect()
+}
+
+#[test]
+fn image_workflows_plan_with_their_models_and_sizes() {
+    let p = planned("sd15", 24.0);
+    check(
+        &p.passes[0],
+        ("3", "sd15", 512, 512, 1, 1, true, Some("8"), false),
+    );
+    // At 512² the UNet's activations are small beside the VAE decode's.
+    assert_eq!(p.peak_stage, "vae_decode");
+    assert_eq!(p.peak_node, "8");
+
+    let p = planned("sd35_large", 24.0);
+    check(
+        &p.passes[0],
+        ("3", "sd35-large", 1024, 1024, 1, 1, true, Some("8"), false),
+    );
+    assert_eq!(te_ids(&p.passes[0]), ["clip-l", "openclip-g", "t5-xxl"]);
+
+    // cfg 1.0: ComfyUI skips the uncond pass.
+    let p = planned("flux_checkpoint_fp8", 24.0);
+    check(
+        &p.passes[0],
+        ("3", "flux-dev", 1024, 1024, 1, 1, false, Some("8"), false),
+    );
+    assert_eq!(p.passes[0].workload.run.weights.to_string(), "fp8");
+
+    // BasicGuider has no uncond; the 22 GiB bf16 model makes sampling the peak.
+    let p = planned("flux_split_loaders", 24.0);
+    check(
+        &p.passes[0],
+        ("13", "flux-dev", 1024, 1024, 1, 1, false, Some("8"), false),
+    );
+    assert_eq!(te_ids(&p.passes[0]), ["t5-xxl", "clip-l"]);
+    assert_eq!(p.peak_stage, "sampling");
+
+    let p = planned("flux_gguf", 24.0);
+    check(
+        &p.passes[0],
+        ("3", "flux-dev", 1024, 1024, 1, 1, false, Some("8"), true),
+    );
+    let r = &p.passes[0].workload.run;
+    assert_eq!(r.weights.to_string(), "q4_k_s");
+    assert_eq!(r.text_encoder_weights[0].to_string(), "fp8");
+}
+
+#[test]
+fn refiner_lora_controlnet_and_hires_fix_passes() {
+    let p = planned("sdxl_refiner_lora_controlnet", 24.0);
+    assert_eq!(p.passes.len(), 2);
+    check(
+        &p.passes[0],
+        ("3", "sdxl", 1024, 1024, 1, 1, true, None, false),
+    );
+    check(
+        &p.passes[1],
+        (
+            "11",
+            "sdxl-refiner",
+            1024,
+            1024,
+            1,
+            1,
+            true,
+            Some("8"),
+            false,
+        ),
+    );
+    assert_eq!(p.passes[0].lora_nodes, ["10"]);
+    assert_eq!(p.passes[0].workload.run.controlnets, 1);
+    assert_eq!(p.passes[1].workload.run.loras, 0);
+    assert_eq!(te_ids(&p.passes[1]), ["openclip-g"]);
+    assert!(p.warnings.iter().any(|w| w.contains("2 models")));
+
+    // The second pass runs at the upscaled latent (1024 × 1.5) and holds the decode.
+    let p = planned("sdxl_hires_fix", 24.0);
+    check(
+        &p.passes[0],
+        ("3", "sdxl", 1024, 1024, 1, 2, true, None, false),
+    );
+    check(
+        &p.passes[1],
+        ("11", "sdxl", 1536, 1536, 1, 2, true, Some("8"), false),
+    );
+    assert_eq!(p.peak_pass, 1);
+    assert!(p.passes[1].need_bytes > p.passes[0].need_bytes);
+    // The custom node is reported by id and class, never dropped; the Note is editor-only.
+    assert_eq!(p.unmodelled_nodes, ["31 SomeCustomUpscaler"]);
+    assert!(p.warnings.iter().any(|w| w.contains("SomeCustomUpscaler")));
+}
+
+#[test]
+fn video_workflows_use_each_vae_temporal_factor() {
+    let p = planned("wan21_t2v", 24.0);
+    check(
+        &p.passes[0],
+        (
+            "3",
+            "wan21-t2v-1.3b",
+            832,
+            480,
+            33,
+            1,
+            true,
+            Some("8"),
+            false,
+        ),
+    );
+    let w = &p.passes[0].workload;
+    assert_eq!(w.vae.id, "wan-vae");
+    assert_eq!(w.latent_frames(), 9.0, "(33 - 1) / 4 + 1");
+
+    let p = planned("hunyuan_video", 24.0);
+    check(
+        &p.passes[0],
+        (
+            "13",
+            "hunyuan-video",
+            848,
+            480,
+            73,
+            1,
+            false,
+            Some("73"),
+            true,
+        ),
+    );
+    let w = &p.passes[0].workload;
+    assert_eq!(w.vae.id, "hunyuan-video-vae");
+    assert_eq!(w.latent_frames(), 19.0, "(73 - 1) / 4 + 1");
+    // UNETLoader weight_dtype fp8_e4m3fn stores the bf16 file in fp8.
+    assert_eq!(w.run.weights.to_string(), "fp8");
+    assert_eq!(te_ids(&p.passes[0]), ["clip-l", "llava-llama3"]);
+}
+
+#[test]
+fn launch_flags_and_unknown_files() {
+    let w = comfy::read(&data("flux_split_loaders.json")).unwrap();
+    let low = Launch {
+        vram_mode: VramMode::Low,
+        ..Launch::default()
+    };
+    let p = plan(&w, gpu(12.0), Bus::default(), &low, &Answers::default()).unwrap();
+    assert!(p.assumes.contains("--lowvram"));
+    assert_eq!(p.peak().workload.run.vram_mode, VramMode::Low);
+
+    // A model file the catalog does not know is asked for, naming the node and the file.
+    let text = std::fs::read_to_string(data("flux_split_loaders.api.json"))
+        .unwrap()
+        .replace("flux1-dev.safetensors", "my_merge_v3.safetensors");
+    let w = comfy::parse(text.as_bytes()).unwrap();
+    let e = plan(
+        &w,
+        gpu(24.0),
+        Bus::default(),
+        &Launch::default(),
+        &Answers::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("node 12") && e.contains("my_merge_v3") && e.contains("--comfy-file"),
+        "{e}"
+    );
+    // Answered, it plans as that preset.
+    let a = Answers::parse(&["my_merge_v3.safetensors=flux-dev".into()]).unwrap();
+    let p = plan(&w, gpu(24.0), Bus::default(), &Launch::default(), &a).unwrap();
+    assert_eq!(p.passes[0].model, "flux-dev");
+}
+
+fn cli(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_plans_a_workflow_and_refuses_what_it_cannot() {
+    let f = data("sdxl_hires_fix.png");
+    let out = cli(&[
+        "plan",
+        "--workflow",
+        f.to_str().unwrap(),
+        "--vram-gib",
+        "12",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let wf = &v["workflow"];
+    assert_eq!(wf["unmodelled_nodes"][0], "31 SomeCustomUpscaler");
+    assert_eq!(wf["nodes"][0]["class_type"], "CheckpointLoaderSimple");
+    assert!(wf["nodes"][0]["bytes"].as_u64().unwrap() > 4 << 30);
+    assert_eq!(wf["passes"][1]["width"], 1536);
+    assert!(v["capacity_bytes"].as_u64().is_some() && v["components"].is_array());
+
+    let out = cli(&[
+        "plan",
+        "--workflow",
+        f.to_str().unwrap(),
+        "--vram-gib",
+        "12",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Not modelled: 31 SomeCustomUpscaler"),
+        "{text}"
+    );
+    assert!(text.contains("1536×1536"), "{text}");
+
+    let out = cli(&[
+        "plan",
+        "--workflow",
+        f.to_str().unwrap(),
+        "--vram-gib",
+        "12",
+        "--width",
+        "512",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--width"));
+}
