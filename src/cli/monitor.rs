@@ -110,14 +110,28 @@ fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, 
 }
 
 /// The NVML library named by `--nvml-lib` when given (`Err` if it is not one; `Ok(Err)` if it
-/// answers with no GPU), else the first live source that finds one ([`detect`]).
+/// answers with no GPU), else the first live source that finds one ([`detect`]). On Windows
+/// both come with the GPU performance counters, and a note on stderr says when those are
+/// missing (the per-process memory then reads "?").
 pub(super) fn live_source(
     nvml_lib: Option<&Path>,
 ) -> Result<Result<Box<dyn Source>, SourceState>, String> {
+    if let Some(lib) = nvml_lib {
+        crate::telemetry::nvml::check_lib(lib).map_err(|e| format!("--nvml-lib {e}"))?;
+    }
+    #[cfg(windows)]
+    {
+        let lib = nvml_lib.map(Path::to_path_buf).or_else(|| {
+            std::env::var_os(crate::telemetry::source::NVML_LIB_ENV).map(PathBuf::from)
+        });
+        match crate::telemetry::windows::open(lib) {
+            Ok(w) => return Ok(Ok(Box::new(w))),
+            Err(why) => eprintln!("note: {}", printable(&why)),
+        }
+    }
     let Some(lib) = nvml_lib else {
         return Ok(detect());
     };
-    crate::telemetry::nvml::check_lib(lib).map_err(|e| format!("--nvml-lib {e}"))?;
     let mut s = NvmlSource::new(Some(lib.to_path_buf()));
     let first = s.sample();
     Ok(if first.gpus.is_empty() {

@@ -35,6 +35,7 @@ pub mod format;
 pub mod history;
 pub mod nvml;
 pub mod pdh;
+pub mod pdh_csv;
 pub mod prometheus;
 pub mod record;
 pub mod replay;

@@ -3,17 +3,26 @@
 //! `Shared Usage`; `monitor.md` §4.3, prometheus-community/windows_exporter
 //! `docs/collector.gpu.md`). NVML sees neither the shared part nor per-process use under WDDM
 //! (NVML docs, `nvmlProcessInfo_t::usedGpuMemory`), so these counters are how a spill into shared
-//! memory becomes visible on Windows. The FFI that reads them is in `windows.rs`; parsing and
-//! bookkeeping are here so they are tested on any OS.
+//! memory becomes visible on Windows. The FFI that reads them is in `windows.rs`; parsing,
+//! bookkeeping and the source that merges them with NVML ([`CountersSource`]) are here, so they
+//! run on any OS: live on Windows, from a recording (`pdh_csv.rs`) everywhere.
 
-use super::sample::{GpuSample, MemorySample, ProcessKind, ProcessSample, SharedMemory};
-use std::collections::BTreeMap;
+use super::nvml::NvmlSource;
+use super::sample::{
+    GpuSample, MemorySample, ProcessKind, ProcessSample, SharedMemory, Snapshot, SourceKind,
+    SourceState,
+};
+use super::source::Source;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// The counter paths, English names (`PdhAddEnglishCounterW` works on any Windows language).
 pub const ADAPTER_DEDICATED: &str = r"\GPU Adapter Memory(*)\Dedicated Usage";
 pub const ADAPTER_SHARED: &str = r"\GPU Adapter Memory(*)\Shared Usage";
 pub const PROCESS_DEDICATED: &str = r"\GPU Process Memory(*)\Dedicated Usage";
 pub const PROCESS_SHARED: &str = r"\GPU Process Memory(*)\Shared Usage";
+/// Each process's PID under its image name (`Cyberpunk2077`, `chrome#2` for the second one):
+/// the names of the processes the GPU counters list by PID.
+pub const PROCESS_ID: &str = r"\Process(*)\ID Process";
 
 /// A counter instance name: `luid_0x00000000_0x0000D1A5_phys_0` (adapter) or
 /// `pid_1234_luid_0x00000000_0x0000D1A5_phys_0` (process).
@@ -45,13 +54,31 @@ pub fn parse_instance(name: &str) -> Option<Instance> {
     })
 }
 
-/// One read of the four counters: (instance name, bytes) per counter.
-#[derive(Debug, Clone, Default)]
+/// One read of the counters: (instance name, value) per counter, bytes for the memory ones.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counters {
     pub adapter_dedicated: Vec<(String, u64)>,
     pub adapter_shared: Vec<(String, u64)>,
     pub process_dedicated: Vec<(String, u64)>,
     pub process_shared: Vec<(String, u64)>,
+    /// [`PROCESS_ID`]: (image name, PID).
+    pub process_ids: Vec<(String, u64)>,
+}
+
+/// Process names by PID from [`PROCESS_ID`]: the `#N` that tells duplicates apart is dropped;
+/// PID 0 (`Idle`, `_Total`) is no process.
+fn names(c: &Counters) -> HashMap<u32, String> {
+    c.process_ids
+        .iter()
+        .filter_map(|(name, pid)| {
+            let pid = u32::try_from(*pid).ok().filter(|p| *p != 0)?;
+            let base = match name.rsplit_once('#') {
+                Some((b, n)) if !n.is_empty() && n.bytes().all(|d| d.is_ascii_digit()) => b,
+                _ => name.as_str(),
+            };
+            Some((pid, base.to_owned()))
+        })
+        .collect()
 }
 
 /// Memory of one adapter, summed over its physical parts.
@@ -63,8 +90,10 @@ pub struct Adapter {
     pub processes: Vec<ProcessSample>,
 }
 
-/// Groups the counters by adapter LUID. Unparsable instance names are ignored.
+/// Groups the counters by adapter LUID, naming processes where [`PROCESS_ID`] knows them.
+/// Unparsable instance names are ignored.
 pub fn adapters(c: &Counters) -> Vec<Adapter> {
+    let names = names(c);
     let mut by: BTreeMap<String, Adapter> = BTreeMap::new();
     let mut procs: BTreeMap<(String, u32), (u64, u64)> = BTreeMap::new();
     let lists = [
@@ -99,7 +128,7 @@ pub fn adapters(c: &Counters) -> Vec<Adapter> {
         if let Some(a) = by.get_mut(&luid) {
             a.processes.push(ProcessSample {
                 pid,
-                name: None,
+                name: names.get(&pid).cloned(),
                 used: Some(ded),
                 shared: Some(sh),
                 kind: ProcessKind::Graphics,
@@ -150,6 +179,7 @@ pub fn merge(gpus: &mut [GpuSample], adapters: Vec<Adapter>) -> Vec<Adapter> {
                 Some(q) => {
                     q.used = q.used.or(p.used);
                     q.shared = p.shared;
+                    q.name = q.name.take().or(p.name);
                 }
                 None => procs.push(p),
             }
@@ -180,6 +210,100 @@ pub fn adapter_sample(index: u32, a: Adapter) -> GpuSample {
     }
 }
 
+/// Where counter readings come from: the live PDH query (`windows.rs`) or a recording.
+pub trait CounterFeed: Send {
+    /// The next reading, with its time (ms since 1970) when the feed has its own clock (a
+    /// recording); `Err` says why there is none this time. `Ok(None)`: the feed has ended.
+    fn read(&mut self) -> Result<Option<(Option<u64>, Counters)>, String>;
+}
+
+/// A recording's samples, one per read ([`super::pdh_csv`]).
+pub struct RecordedCounters(VecDeque<(u64, Counters)>);
+
+impl RecordedCounters {
+    pub fn new(recording: super::pdh_csv::Recording) -> RecordedCounters {
+        RecordedCounters(recording.samples.into())
+    }
+}
+
+impl CounterFeed for RecordedCounters {
+    fn read(&mut self) -> Result<Option<(Option<u64>, Counters)>, String> {
+        Ok(self.0.pop_front().map(|(t, c)| (Some(t), c)))
+    }
+}
+
+/// NVML's readings, where there is an NVML, merged with the GPU counters ([`merge`]); adapters
+/// NVML does not know become GPUs of their own ([`adapter_sample`]). The Windows source is this
+/// over the live counters; a replay of a recording is this over [`RecordedCounters`].
+pub struct CountersSource {
+    nvml: Option<NvmlSource>,
+    feed: Box<dyn CounterFeed>,
+    kind: SourceKind,
+    ended: bool,
+}
+
+impl CountersSource {
+    pub fn new(
+        nvml: Option<NvmlSource>,
+        feed: Box<dyn CounterFeed>,
+        kind: SourceKind,
+    ) -> CountersSource {
+        CountersSource {
+            nvml,
+            feed,
+            kind,
+            ended: false,
+        }
+    }
+}
+
+impl Source for CountersSource {
+    fn kind(&self) -> SourceKind {
+        self.kind
+    }
+
+    fn sample(&mut self) -> Snapshot {
+        let mut snap = match self.nvml.as_mut() {
+            Some(n) => n.sample(),
+            None => Snapshot {
+                time_ms: super::sample::now_ms(),
+                ..Default::default()
+            },
+        };
+        let (time, adapters) = match self.feed.read() {
+            Ok(Some((time, c))) => (time, adapters(&c)),
+            Ok(None) => {
+                self.ended = true;
+                snap.state = SourceState::Ended;
+                snap.source = self.kind;
+                snap.gpus.clear();
+                return snap;
+            }
+            Err(_) => (None, Vec::new()),
+        };
+        if let Some(t) = time {
+            snap.time_ms = t;
+        }
+        let left = merge(&mut snap.gpus, adapters);
+        let next = snap.gpus.len() as u32;
+        snap.gpus.extend(
+            left.into_iter()
+                .enumerate()
+                .map(|(i, a)| adapter_sample(next + i as u32, a)),
+        );
+        if !snap.gpus.is_empty() {
+            // NVML may be missing (another vendor's GPU); the counters still work.
+            snap.state = SourceState::Ok;
+        }
+        snap.source = self.kind;
+        snap
+    }
+
+    fn finished(&self) -> bool {
+        self.ended
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +329,12 @@ mod tests {
             process_shared: vec![
                 (format!("pid_4242_{L1}"), 3 * gib),
                 (format!("pid_5_{L1}"), 0),
+            ],
+            process_ids: vec![
+                ("python#1".into(), 4242),
+                ("dwm".into(), 77),
+                ("Idle".into(), 0),
+                ("_Total".into(), 0),
             ],
         }
     }

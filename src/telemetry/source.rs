@@ -64,7 +64,7 @@ impl Probe {
 pub fn detect_all(probe: &Probe) -> Result<Vec<Box<dyn Source>>, SourceState> {
     #[cfg(windows)]
     {
-        if let Some(win) = super::windows::WindowsSource::open() {
+        if let Ok(win) = super::windows::open(probe.nvml_lib.clone()) {
             return Ok(vec![Box::new(win)]);
         }
     }

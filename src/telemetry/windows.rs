@@ -1,7 +1,9 @@
 //! Windows source: NVML for what it sees, plus the "GPU Adapter Memory" / "GPU Process Memory"
-//! performance counters for shared memory and per-process use (see `pdh.rs`). Only the FFI is
-//! here; it is compiled on Windows only and, unlike everything else in `telemetry`, not run by
-//! the test suite (the CI machines are Linux).
+//! performance counters for shared memory and per-process use, merged by `pdh::CountersSource`.
+//! Only the FFI that reads the live counters is here; it is compiled on Windows only. The tests
+//! run it under Wine (`tests/wine_nvml.rs`), which has no GPU counters, so what they check here
+//! is the refusal; the grouping and merging of real counter data run everywhere (`pdh.rs`, and
+//! recordings through `pdh_csv.rs`).
 //!
 //! PDH calls and structs as documented on learn.microsoft.com (pdh.h): `PdhOpenQueryW`,
 //! `PdhAddEnglishCounterW`, `PdhCollectQueryData`, `PdhGetFormattedCounterArrayW`,
@@ -9,9 +11,8 @@
 //! `PDH_FMT_COUNTERVALUE { DWORD CStatus; union { LONG; double; LONGLONG; ... } }`.
 
 use super::nvml::NvmlSource;
-use super::pdh::{self, Counters};
-use super::sample::{Snapshot, SourceKind, SourceState};
-use super::source::Source;
+use super::pdh::{self, CounterFeed, Counters, CountersSource};
+use super::sample::SourceKind;
 use std::ffi::c_void;
 
 type PdhStatus = u32;
@@ -58,44 +59,59 @@ fn wide(s: &str) -> Vec<u16> {
     s.encode_utf16().chain(std::iter::once(0)).collect()
 }
 
-/// An open PDH query with the four memory counters.
+/// An open PDH query with the four memory counters and the process IDs.
 struct Query {
     query: Handle,
-    counters: [Handle; 4],
+    counters: [Handle; 5],
 }
 
 // SAFETY: PDH query handles may be used from any thread as long as calls are not concurrent;
 // the query is owned by one source, which is owned by one sampler thread.
 unsafe impl Send for Query {}
 
+/// PDH's status as its name in pdhmsg.h where it is one a missing counter gives.
+fn status_name(rc: PdhStatus) -> String {
+    match rc {
+        0xC000_0BB8 => "PDH_CSTATUS_NO_OBJECT".into(),
+        0xC000_0BB9 => "PDH_CSTATUS_NO_COUNTER".into(),
+        0xC000_0BC0 => "PDH_CSTATUS_BAD_COUNTERNAME".into(),
+        other => format!("PDH status 0x{other:08X}"),
+    }
+}
+
 impl Query {
-    fn open() -> Option<Query> {
+    /// The query with the counters, or what is missing.
+    fn open() -> Result<Query, String> {
         let mut query: Handle = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; a null data source means the live system.
-        if unsafe { PdhOpenQueryW(std::ptr::null(), 0, &mut query) } != 0 {
-            return None;
+        let rc = unsafe { PdhOpenQueryW(std::ptr::null(), 0, &mut query) };
+        if rc != 0 {
+            return Err(format!("PdhOpenQueryW: {}", status_name(rc)));
         }
         let mut q = Query {
             query,
-            counters: [std::ptr::null_mut(); 4],
+            counters: [std::ptr::null_mut(); 5],
         };
         let paths = [
             pdh::ADAPTER_DEDICATED,
             pdh::ADAPTER_SHARED,
             pdh::PROCESS_DEDICATED,
             pdh::PROCESS_SHARED,
+            pdh::PROCESS_ID,
         ];
         for (slot, path) in q.counters.iter_mut().zip(paths) {
             let w = wide(path);
             // SAFETY: `w` is a NUL-terminated UTF-16 string alive for the call; out-pointer to a field.
-            if unsafe { PdhAddEnglishCounterW(q.query, w.as_ptr(), 0, slot) } != 0 {
-                return None; // `q` drops and closes the query; no GPU counters on this system.
+            let rc = unsafe { PdhAddEnglishCounterW(q.query, w.as_ptr(), 0, slot) };
+            if rc != 0 {
+                // `q` drops and closes the query.
+                return Err(format!("{path}: {}", status_name(rc)));
             }
         }
-        Some(q)
+        Ok(q)
     }
 
-    fn read(&self, counter: Handle) -> Vec<(String, u64)> {
+    fn read_array(&self, counter: Handle) -> Vec<(String, u64)> {
         let (mut size, mut count) = (0u32, 0u32);
         // SAFETY: a size query with a null buffer, as documented.
         let rc = unsafe {
@@ -146,16 +162,18 @@ impl Query {
         out
     }
 
-    fn collect(&self) -> Option<Counters> {
+    fn collect(&self) -> Result<Counters, String> {
         // SAFETY: a live query handle.
-        if unsafe { PdhCollectQueryData(self.query) } != 0 {
-            return None;
+        let rc = unsafe { PdhCollectQueryData(self.query) };
+        if rc != 0 {
+            return Err(format!("PdhCollectQueryData: {}", status_name(rc)));
         }
-        Some(Counters {
-            adapter_dedicated: self.read(self.counters[0]),
-            adapter_shared: self.read(self.counters[1]),
-            process_dedicated: self.read(self.counters[2]),
-            process_shared: self.read(self.counters[3]),
+        Ok(Counters {
+            adapter_dedicated: self.read_array(self.counters[0]),
+            adapter_shared: self.read_array(self.counters[1]),
+            process_dedicated: self.read_array(self.counters[2]),
+            process_shared: self.read_array(self.counters[3]),
+            process_ids: self.read_array(self.counters[4]),
         })
     }
 }
@@ -167,50 +185,33 @@ impl Drop for Query {
     }
 }
 
-/// NVML plus the Windows counters.
-pub struct WindowsSource {
-    nvml: NvmlSource,
-    query: Query,
-}
-
-impl WindowsSource {
-    /// `None` when the GPU counters are missing (Windows before WDDM 2.0, a server without GPUs).
-    pub fn open() -> Option<WindowsSource> {
-        let query = Query::open()?;
-        let lib = std::env::var_os(super::source::NVML_LIB_ENV).map(std::path::PathBuf::from);
-        let s = WindowsSource {
-            nvml: NvmlSource::new(lib),
-            query,
-        };
-        let c = s.query.collect()?;
-        (!pdh::adapters(&c).is_empty()).then_some(s)
+impl CounterFeed for Query {
+    fn read(&mut self) -> Result<Option<(Option<u64>, Counters)>, String> {
+        self.collect().map(|c| Some((None, c)))
     }
 }
 
-impl Source for WindowsSource {
-    fn kind(&self) -> SourceKind {
-        SourceKind::Windows
+/// NVML (the library at `nvml_lib`, else the system's) with the live counters; `Err` says in one
+/// line why the counters cannot be read (Windows before 10 1709 or without a WDDM 2 driver:
+/// "GPUs in the Task Manager", DirectX Developer Blog, 2017; Wine, which has none).
+pub fn open(nvml_lib: Option<std::path::PathBuf>) -> Result<CountersSource, String> {
+    let unavailable = |why: String| {
+        format!(
+            "the Windows GPU performance counters are not available ({why}): shared GPU memory \
+             and each process's memory are not shown"
+        )
+    };
+    let query = Query::open().map_err(unavailable)?;
+    let c = query.collect().map_err(unavailable)?;
+    if pdh::adapters(&c).is_empty() {
+        return Err(unavailable(format!(
+            "{} lists no GPU adapter",
+            pdh::ADAPTER_DEDICATED
+        )));
     }
-
-    fn sample(&mut self) -> Snapshot {
-        let mut snap = self.nvml.sample();
-        let adapters = self
-            .query
-            .collect()
-            .map(|c| pdh::adapters(&c))
-            .unwrap_or_default();
-        let left = pdh::merge(&mut snap.gpus, adapters);
-        let next = snap.gpus.len() as u32;
-        snap.gpus.extend(
-            left.into_iter()
-                .enumerate()
-                .map(|(i, a)| pdh::adapter_sample(next + i as u32, a)),
-        );
-        if !snap.gpus.is_empty() {
-            // NVML may be missing (another vendor's GPU); the counters still work.
-            snap.state = SourceState::Ok;
-        }
-        snap.source = SourceKind::Windows;
-        snap
-    }
+    Ok(CountersSource::new(
+        Some(NvmlSource::new(nvml_lib)),
+        Box::new(query),
+        SourceKind::Windows,
+    ))
 }

@@ -86,6 +86,19 @@ pub fn install_fonts(ctx: &egui::Context) {
     ctx.set_fonts(fonts);
 }
 
+/// The window and taskbar icon: 64 x 64 straight RGBA drawn by `tools/make_icon.py`, which also
+/// writes the `.ico` that `build.rs` links into the Windows `.exe`.
+pub fn app_icon() -> egui::IconData {
+    const SIDE: u32 = 64;
+    const RGBA: &[u8] = include_bytes!("../../assets/icon/vram-doctor-64.rgba");
+    const _: () = assert!(RGBA.len() == (SIDE * SIDE * 4) as usize);
+    egui::IconData {
+        rgba: RGBA.to_vec(),
+        width: SIDE,
+        height: SIDE,
+    }
+}
+
 /// Why the app cannot open a window here, when that can be told before trying.
 ///
 /// winit picks Wayland when `WAYLAND_DISPLAY`/`WAYLAND_SOCKET` is set and X11 through `DISPLAY`
@@ -117,6 +130,7 @@ pub fn run(start_tab: Option<Tab>, remote: Option<String>) -> Result<(), String>
         viewport: egui::ViewportBuilder::default()
             .with_title("VRAM Doctor")
             .with_app_id("vram-doctor")
+            .with_icon(app_icon())
             .with_inner_size([1200.0, 780.0])
             .with_min_inner_size([640.0, 420.0]),
         ..Default::default()

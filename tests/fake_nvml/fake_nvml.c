@@ -42,17 +42,25 @@
  *
  * Compile-time switches: -DNO_MEM_V2 leaves out nvmlDeviceGetMemoryInfo_v2 (a driver older than
  * R510), -DNO_SHUTDOWN leaves out nvmlShutdown.
+ *
+ * The same file builds the Windows `nvml.dll` with MinGW (tests/wine_nvml.rs:
+ * `x86_64-w64-mingw32-gcc -shared -o nvml.dll fake_nvml.c`); the few POSIX calls have Win32
+ * twins below (the library's own path, whether a pid is alive).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <dlfcn.h>
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
+#ifdef _WIN32
+#include <windows.h>
+#define EXPORT __declspec(dllexport)
+#else
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #define EXPORT __attribute__((visibility("default")))
+#endif
 
 typedef int nvmlReturn_t;
 enum {
@@ -184,14 +192,48 @@ static void apply(const char *key, const char *v) {
     }
 }
 
+/* This library's own file name, from the address of one of its functions. */
+static int library_path(char *out, size_t len) {
+#ifdef _WIN32
+    HMODULE self = NULL;
+    if (!GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+                            GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                            (LPCSTR)(void *)&set_defaults, &self))
+        return 0;
+    DWORD n = GetModuleFileNameA(self, out, (DWORD)len);
+    return n > 0 && n < len;
+#else
+    Dl_info info;
+    if (!dladdr((void *)&set_defaults, &info) || !info.dli_fname) return 0;
+    strncpy(out, info.dli_fname, len - 1); out[len - 1] = 0;
+    return 1;
+#endif
+}
+
+/* Whether a process with this pid is running. */
+static int pid_alive(unsigned int pid) {
+#ifdef _WIN32
+    HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+    if (!h) return GetLastError() == ERROR_ACCESS_DENIED;
+    DWORD code = 0;
+    int alive = GetExitCodeProcess(h, &code) && code == STILL_ACTIVE;
+    CloseHandle(h);
+    return alive;
+#else
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+#endif
+}
+
 static void scenario_path(char *out, size_t len) {
     const char *env = getenv("FAKE_NVML_SCENARIO");
     if (env && *env) { strncpy(out, env, len - 1); out[len - 1] = 0; return; }
-    Dl_info info;
     out[0] = 0;
-    if (dladdr((void *)&set_defaults, &info) && info.dli_fname) {
-        strncpy(out, info.dli_fname, len - 1); out[len - 1] = 0;
+    if (library_path(out, len)) {
         char *slash = strrchr(out, '/');
+#ifdef _WIN32
+        char *back = strrchr(out, '\\');
+        if (back && (!slash || back > slash)) slash = back;
+#endif
         size_t dir = slash ? (size_t)(slash - out + 1) : 0;
         snprintf(out + dir, len - dir, "fake_nvml_scenario.txt");
     }
@@ -333,7 +375,7 @@ static int dir_procs(const gpu_t *g, proc_t *out, int max) {
         unsigned int pid = 0; long long mib = 0;
         int ok = fscanf(f, "%u %lld", &pid, &mib) == 2;
         fclose(f);
-        if (!ok || pid == 0 || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) continue;
+        if (!ok || pid == 0 || !pid_alive(pid)) continue;
         proc_t p = { pid, mib, "", 0, -1 };
         out[n++] = p;
     }
