@@ -197,3 +197,35 @@ fn presets_and_accuracy_are_the_same() {
     let out = same(w, &["accuracy", "--json"]);
     assert!(out.contains("\"by_kind\""), "{out:.300}");
 }
+
+#[test]
+fn paths_with_spaces_and_non_ascii_letters_are_read() {
+    let Some(w) = wine::wine() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("Zoë's AI Models").join("模型 files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("tiny llama.gguf");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gguf/tiny-llama-q8_0.gguf"),
+        &model,
+    )
+    .unwrap();
+    let win_path = wine::Wine::windows_path(&model);
+    let win = windows(w, &["inspect", &win_path, "--json"], None);
+    let lin = linux(&["inspect", model.to_str().unwrap(), "--json"], None);
+    assert!(
+        win.status.success(),
+        "{}",
+        String::from_utf8_lossy(&win.stderr)
+    );
+    let mut a: serde_json::Value = serde_json::from_slice(&win.stdout).unwrap();
+    let mut b: serde_json::Value = serde_json::from_slice(&lin.stdout).unwrap();
+    assert_eq!(
+        a["files"],
+        serde_json::json!([win_path]),
+        "the path as given"
+    );
+    a["files"] = serde_json::Value::Null;
+    b["files"] = serde_json::Value::Null;
+    assert_eq!(a, b, "the same model read from a Windows path");
+}

@@ -1,0 +1,100 @@
+//! Windows' GPU counters from a recording (`tests/data/windows-counters/game-spill.csv`, typeperf's
+//! CSV; how it was made is in its `make_recording.py`) replayed through the code the live
+//! Windows source uses (`pdh::CountersSource`: grouping by adapter, names from
+//! `\Process(*)\ID Process`, the merge into NVML's GPUs), here with the fake NVML reporting per-process
+//! memory as "not available", as NVML does under WDDM. The monitor's process table then shows the
+//! game's own dedicated and shared memory.
+
+#[path = "common/fake_nvml.rs"]
+mod fake_nvml;
+
+use std::path::Path;
+use vram_doctor::telemetry::nvml::NvmlSource;
+use vram_doctor::telemetry::pdh::{CountersSource, RecordedCounters};
+use vram_doctor::telemetry::{Source, SourceKind, SourceState, pdh_csv};
+
+const MIB: u64 = 1 << 20;
+
+fn recording() -> pdh_csv::Recording {
+    pdh_csv::read(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/windows-counters/game-spill.csv"),
+    )
+    .expect("the recording reads")
+}
+
+#[test]
+fn the_recording_reads_whole() {
+    let r = recording();
+    assert_eq!(r.samples.len(), 12);
+    assert_eq!(r.ignored_columns, 0);
+    let times: Vec<u64> = r.samples.iter().map(|(t, _)| *t).collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    // 12/01/2026 21:14:05 W. Europe Standard Time (bias -60) is 20:14:05 UTC.
+    assert_eq!((times[0] / 1000) % 86_400, 20 * 3600 + 14 * 60 + 5);
+    let (_, last) = &r.samples[11];
+    assert!(
+        !last.process_ids.iter().any(|(n, _)| n == "chrome#1"),
+        "an exited process's blank cells are left out"
+    );
+}
+
+#[test]
+fn the_game_shows_its_dedicated_and_shared_memory_merged_with_nvml() {
+    // The RTX 4060 of the recording as NVML sees it under WDDM: the game listed, its memory not.
+    let fake = fake_nvml::FakeNvml::new(
+        "gpu0.name = NVIDIA GeForce RTX 4060\n\
+         gpu0.total_mib = 8188\n\
+         gpu0.used_mib = 7200\n\
+         gpu0.gprocs = 9120:1:Cyberpunk2077.exe,1234:1:dwm.exe\n\
+         gpu0.proc_mem_na = 1\n",
+    );
+    let mut source = CountersSource::new(
+        Some(NvmlSource::new(Some(fake.lib.clone()))),
+        Box::new(RecordedCounters::new(recording())),
+        SourceKind::Windows,
+    );
+    let mut shared_seen = Vec::new();
+    let mut n = 0;
+    loop {
+        let s = source.sample();
+        if source.finished() {
+            assert_eq!(s.state, SourceState::Ended);
+            break;
+        }
+        n += 1;
+        assert_eq!(s.state, SourceState::Ok, "{s:?}");
+        assert_eq!(s.gpus.len(), 2, "the RTX 4060 and the integrated GPU");
+        let g = &s.gpus[0];
+        assert_eq!(g.name, "NVIDIA GeForce RTX 4060");
+        let procs = g.processes.as_ref().unwrap();
+        let game = procs.iter().find(|p| p.pid == 9120).expect("the game");
+        assert_eq!(
+            game.name.as_deref(),
+            Some("Cyberpunk2077.exe"),
+            "NVML's name kept"
+        );
+        let ded = game.used.expect("dedicated memory from the counters");
+        let sh = game.shared.expect("shared memory from the counters");
+        assert!((5800 * MIB..=7380 * MIB).contains(&ded), "{ded}");
+        shared_seen.push(sh);
+        // Processes NVML did not list come from the counters, named by \Process(*)\ID Process.
+        let chrome = procs.iter().find(|p| p.pid == 3344).expect("chrome");
+        assert_eq!(chrome.name.as_deref(), Some("chrome"));
+        assert!(
+            g.shared.unwrap().used >= sh,
+            "the GPU's shared memory includes the game's"
+        );
+        let igpu = &s.gpus[1];
+        assert_eq!(
+            igpu.memory.unwrap().total,
+            0,
+            "the counters give no capacity"
+        );
+        assert!(igpu.uuid.as_deref().unwrap().starts_with("luid-"));
+    }
+    assert_eq!(n, 12);
+    assert!(
+        shared_seen.windows(2).all(|w| w[0] < w[1]) && shared_seen[11] > shared_seen[0] * 5,
+        "the spill into shared memory grows: {shared_seen:?}"
+    );
+}
