@@ -12,51 +12,10 @@
 //! Temporaries are `.NAME.PID.tmp` beside the target. One left by a writer that was killed
 //! (its process is gone) is removed by the next write of the same file.
 
+use crate::file_error::FileError;
 use crate::input_file::kind_name;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// Why a write did not happen. Either way the file on disk is as it was.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// The path names something a write must not replace (a folder, a device, a link to
-    /// nothing) or no file name at all: the user names another path (exit 2).
-    #[error("{path}: {why}")]
-    Refused { path: String, why: String },
-    /// The system refused or failed the write (permissions, a full disk, a read-only file
-    /// system): the machine's problem, not the input's (exit 1).
-    #[error("{path}: {what}: {source}")]
-    Io {
-        path: String,
-        what: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl WriteError {
-    fn refused(path: &Path, why: impl Into<String>) -> Self {
-        WriteError::Refused {
-            path: path.display().to_string(),
-            why: why.into(),
-        }
-    }
-
-    fn io(path: &Path, what: &'static str, source: std::io::Error) -> Self {
-        WriteError::Io {
-            path: path.display().to_string(),
-            what,
-            source,
-        }
-    }
-}
-
-/// For callers that still report errors as one line of text.
-impl From<WriteError> for String {
-    fn from(e: WriteError) -> String {
-        e.to_string()
-    }
-}
 
 /// The temporary file `write_atomic` writes before renaming it over `path`: in the same
 /// directory (a rename across file systems is not atomic), hidden, and named for this process.
@@ -79,17 +38,17 @@ fn dir_of(path: &Path) -> &Path {
 /// The file a write to `path` really replaces: `path` itself, or the regular file a symbolic
 /// link (or a chain of them) points at. Anything that is not a regular file or a missing path is
 /// refused, so a write never turns a link, a device or a directory into a plain file.
-pub fn target(path: &Path) -> Result<PathBuf, WriteError> {
+pub fn target(path: &Path) -> Result<PathBuf, FileError> {
     let link = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
-        Err(e) => return Err(WriteError::io(path, "cannot write", e)),
+        Err(e) => return Err(FileError::io(path, "cannot write", e)),
     };
     let meta = if link.file_type().is_symlink() {
         match std::fs::metadata(path) {
             Ok(m) => m,
             Err(_) => {
-                return Err(WriteError::refused(
+                return Err(FileError::refused(
                     path,
                     "is a symbolic link to nothing; write to the file it should name, or remove the link",
                 ));
@@ -99,7 +58,7 @@ pub fn target(path: &Path) -> Result<PathBuf, WriteError> {
         link.clone()
     };
     if !meta.is_file() {
-        return Err(WriteError::refused(
+        return Err(FileError::refused(
             path,
             format!(
                 "is {}, not a regular file; it is left as it is (name a file to write)",
@@ -108,7 +67,7 @@ pub fn target(path: &Path) -> Result<PathBuf, WriteError> {
         ));
     }
     if link.file_type().is_symlink() {
-        std::fs::canonicalize(path).map_err(|e| WriteError::io(path, "cannot follow the link", e))
+        std::fs::canonicalize(path).map_err(|e| FileError::io(path, "cannot follow the link", e))
     } else {
         Ok(path.to_path_buf())
     }
@@ -195,14 +154,14 @@ fn sync_dir(dir: &Path) {
 /// file in the same directory, flush it to disk, rename it over the target, then flush the
 /// directory entry. Until the rename, the old file is untouched, so a failure at any step
 /// keeps it.
-pub fn write_atomic(path: &Path, text: &str) -> Result<(), WriteError> {
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), FileError> {
     write_atomic_bytes(path, text.as_bytes())
 }
 
 /// [`write_atomic`] for binary content (a PNG plot).
-pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), WriteError> {
+pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), FileError> {
     let real = target(path)?;
-    let tmp = temp_path(&real).ok_or_else(|| WriteError::refused(path, "not a file name"))?;
+    let tmp = temp_path(&real).ok_or_else(|| FileError::refused(path, "not a file name"))?;
     remove_stale_temps(&real);
     let old = std::fs::metadata(&real).ok();
     let written = write_temp(&tmp, text, old.as_ref()).and_then(|()| std::fs::rename(&tmp, &real));
@@ -216,7 +175,7 @@ pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), WriteError> {
             // temporary path is a directory, which is how the tests make the write fail, this
             // leaves it alone: remove_file does not remove directories.)
             std::fs::remove_file(&tmp).ok();
-            Err(WriteError::io(path, "cannot write", e))
+            Err(FileError::io(path, "cannot write", e))
         }
     }
 }
@@ -238,17 +197,17 @@ pub fn write_atomic_bytes(path: &Path, text: &[u8]) -> Result<(), WriteError> {
 ///   themselves (microseconds, no writing) can be cut between, leaving some files new and the
 ///   rest old.
 /// - anything else: refused, as for [`write_atomic`].
-pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, WriteError> {
+pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, FileError> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {
             let real = std::fs::canonicalize(dir)
-                .map_err(|e| WriteError::io(dir, "cannot open the folder", e))?;
+                .map_err(|e| FileError::io(dir, "cannot open the folder", e))?;
             if !(only_files_of(&real, files) && swap_whole(&real, &m, files)?) {
                 replace_in(&real, files)?;
             }
             Ok(files.iter().map(|(n, _)| dir.join(n)).collect())
         }
-        Ok(m) => Err(WriteError::refused(
+        Ok(m) => Err(FileError::refused(
             dir,
             format!(
                 "is {}, not a folder; several files are written to a folder (name a new or existing one)",
@@ -257,7 +216,7 @@ pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, Wri
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if std::fs::symlink_metadata(dir).is_ok() {
-                return Err(WriteError::refused(
+                return Err(FileError::refused(
                     dir,
                     "is a symbolic link to nothing; name the folder itself, or remove the link",
                 ));
@@ -265,7 +224,7 @@ pub fn write_set(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, Wri
             create_whole(dir, files)?;
             Ok(files.iter().map(|(n, _)| dir.join(n)).collect())
         }
-        Err(e) => Err(WriteError::io(dir, "cannot write", e)),
+        Err(e) => Err(FileError::io(dir, "cannot write", e)),
     }
 }
 
@@ -295,15 +254,15 @@ fn build_temp(dir: &Path, files: &[(&str, &str)]) -> std::io::Result<PathBuf> {
 }
 
 /// `write_set` into a folder that does not exist yet: build it hidden, then rename it.
-fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), WriteError> {
+fn create_whole(dir: &Path, files: &[(&str, &str)]) -> Result<(), FileError> {
     let parent = dir_of(dir);
     std::fs::create_dir_all(parent)
-        .map_err(|e| WriteError::io(dir, "cannot create the folder it is in", e))?;
+        .map_err(|e| FileError::io(dir, "cannot create the folder it is in", e))?;
     let tmp =
-        build_temp(dir, files).map_err(|e| WriteError::io(dir, "cannot write the folder", e))?;
+        build_temp(dir, files).map_err(|e| FileError::io(dir, "cannot write the folder", e))?;
     if let Err(e) = std::fs::rename(&tmp, dir) {
         std::fs::remove_dir_all(&tmp).ok();
-        return Err(WriteError::io(dir, "cannot write the folder", e));
+        return Err(FileError::io(dir, "cannot write the folder", e));
     }
     sync_dir(parent);
     Ok(())
@@ -331,12 +290,12 @@ fn swap_whole(
     dir: &Path,
     meta: &std::fs::Metadata,
     files: &[(&str, &str)],
-) -> Result<bool, WriteError> {
+) -> Result<bool, FileError> {
     if !cfg!(all(target_os = "linux", target_env = "gnu")) {
         return Ok(false);
     }
     let tmp =
-        build_temp(dir, files).map_err(|e| WriteError::io(dir, "cannot write the folder", e))?;
+        build_temp(dir, files).map_err(|e| FileError::io(dir, "cannot write the folder", e))?;
     std::fs::set_permissions(&tmp, meta.permissions()).ok();
     if !exchange(&tmp, dir) {
         std::fs::remove_dir_all(&tmp).ok();
@@ -383,18 +342,18 @@ fn exchange(_: &Path, _: &Path) -> bool {
 }
 
 /// `write_set` into an existing folder: every temporary first, then the renames.
-fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), WriteError> {
+fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), FileError> {
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let mut stage = || -> Result<(), WriteError> {
+    let mut stage = || -> Result<(), FileError> {
         for (name, text) in files {
             let real = target(&dir.join(name))?;
             let tmp = temp_path(&real)
-                .ok_or_else(|| WriteError::refused(Path::new(name), "not a file name"))?;
+                .ok_or_else(|| FileError::refused(Path::new(name), "not a file name"))?;
             remove_stale_temps(&real);
             let old = std::fs::metadata(&real).ok();
             staged.push((tmp.clone(), real.clone()));
             write_temp(&tmp, text.as_bytes(), old.as_ref())
-                .map_err(|e| WriteError::io(&real, "cannot write", e))?;
+                .map_err(|e| FileError::io(&real, "cannot write", e))?;
         }
         Ok(())
     };
@@ -409,7 +368,7 @@ fn replace_in(dir: &Path, files: &[(&str, &str)]) -> Result<(), WriteError> {
             for (t, _) in &staged[i..] {
                 std::fs::remove_file(t).ok();
             }
-            return Err(WriteError::io(real, "cannot write", e));
+            return Err(FileError::io(real, "cannot write", e));
         }
     }
     sync_dir(dir);
@@ -440,8 +399,8 @@ mod tests {
         let p = dir.path().join("missing-dir").join("w.toml");
         let e = write_atomic(&p, "x").unwrap_err();
         assert!(
-            matches!(e, WriteError::Io { .. }),
-            "the system's failure: {e:?}"
+            e.is_refusal(),
+            "a folder that is not there is the path's fault: {e:?}"
         );
         let e = e.to_string();
         assert!(e.contains("w.toml") && e.contains("cannot write"), "{e}");
@@ -486,7 +445,7 @@ mod tests {
         // A directory, a device and a link to a device: one line each, nothing replaced.
         let e = write_atomic(dir.path(), "x").unwrap_err();
         assert!(
-            matches!(e, WriteError::Refused { .. }),
+            matches!(e, FileError::Refused { .. }),
             "the path's fault: {e:?}"
         );
         let e = e.to_string();

@@ -3,6 +3,7 @@
 //! FIFO blocks until a writer comes and reading `/dev/zero` never ends; and every read is capped,
 //! so no file makes the program hold more than the cap says.
 
+use crate::file_error::FileError;
 use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
@@ -41,33 +42,29 @@ pub fn kind_name(meta: &Metadata) -> &'static str {
 
 /// The metadata of `path` (following symbolic links) when it is a regular file; otherwise one
 /// line naming the path and what it is. Nothing is opened.
-pub fn regular(path: &Path) -> Result<Metadata, String> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+pub fn regular(path: &Path) -> Result<Metadata, FileError> {
+    let meta = std::fs::metadata(path).map_err(|e| FileError::io(path, "cannot read", e))?;
     if meta.is_file() {
         Ok(meta)
     } else {
-        Err(format!(
-            "{shown}: is {}, not a regular file",
-            kind_name(&meta)
-        ))
+        Err(not_regular(path, &meta))
     }
+}
+
+fn not_regular(path: &Path, meta: &Metadata) -> FileError {
+    FileError::refused(path, format!("is {}, not a regular file", kind_name(meta)))
 }
 
 /// Opens `path` for reading once [`regular`] has said it is a regular file, and checks the
 /// opened file again (the path could have been swapped in between). Returns it with its size.
-pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
+pub fn open_regular(path: &Path) -> Result<(File, u64), FileError> {
     regular(path)?;
-    let shown = path.display();
-    let f = File::open(path).map_err(|e| format!("{shown}: cannot open: {e}"))?;
+    let f = File::open(path).map_err(|e| FileError::io(path, "cannot open", e))?;
     let meta = f
         .metadata()
-        .map_err(|e| format!("{shown}: cannot read: {e}"))?;
+        .map_err(|e| FileError::io(path, "cannot read", e))?;
     if !meta.is_file() {
-        return Err(format!(
-            "{shown}: is {}, not a regular file",
-            kind_name(&meta)
-        ));
+        return Err(not_regular(path, &meta));
     }
     Ok((f, meta.len()))
 }
@@ -75,13 +72,15 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
 /// The whole of a regular file of at most `max` bytes; `what` names the kind of file in the
 /// refusal ("a workload file"). One byte past the cap is read, so a file that grows while it is
 /// read is refused too, never cut silently.
-pub fn read_capped(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, String> {
+pub fn read_capped(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, FileError> {
     let (f, len) = open_regular(path)?;
     let too_big = |n: u64| {
-        format!(
-            "{}: {n} bytes is too large for {what} (at most {})",
-            path.display(),
-            crate::units::human(max)
+        FileError::refused(
+            path,
+            format!(
+                "{n} bytes is too large for {what} (at most {})",
+                crate::units::human(max)
+            ),
         )
     };
     if len > max {
@@ -90,7 +89,7 @@ pub fn read_capped(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, String>
     let mut buf = Vec::with_capacity(len as usize);
     f.take(max + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        .map_err(|e| FileError::io(path, "cannot read", e))?;
     if buf.len() as u64 > max {
         return Err(too_big(buf.len() as u64));
     }
@@ -98,9 +97,9 @@ pub fn read_capped(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, String>
 }
 
 /// [`read_capped`] as UTF-8 text.
-pub fn read_text_capped(path: &Path, max: u64, what: &str) -> Result<String, String> {
+pub fn read_text_capped(path: &Path, max: u64, what: &str) -> Result<String, FileError> {
     String::from_utf8(read_capped(path, max, what)?)
-        .map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))
+        .map_err(|e| FileError::refused(path, format!("not UTF-8 text: {e}")))
 }
 
 /// Text from a file or a pipe in whatever encoding a log is commonly saved in: UTF-8 (with or
@@ -129,17 +128,27 @@ mod tests {
     #[test]
     fn only_regular_files_are_opened_and_reads_are_capped() {
         let dir = tempfile::tempdir().unwrap();
-        let e = read_capped(dir.path(), 10, "a test file").unwrap_err();
+        // Each refusal is the path's fault (exit 2), with one line naming what is wrong.
+        let refused = |e: FileError| {
+            assert!(e.is_refusal(), "{e:?}");
+            e.to_string()
+        };
+        let e = refused(read_capped(dir.path(), 10, "a test file").unwrap_err());
         assert!(e.contains("is a directory"), "{e}");
         let p = dir.path().join("f");
         std::fs::write(&p, "0123456789ab").unwrap();
-        let e = read_capped(&p, 10, "a test file").unwrap_err();
+        let e = refused(read_capped(&p, 10, "a test file").unwrap_err());
         assert!(e.contains("12 bytes is too large for a test file"), "{e}");
         assert_eq!(read_text_capped(&p, 12, "x").unwrap(), "0123456789ab");
+        let e = refused(read_capped(&dir.path().join("none"), 10, "x").unwrap_err());
+        assert!(e.contains("none: cannot read: "), "{e}");
         #[cfg(unix)]
         {
-            let e = read_capped(Path::new("/dev/zero"), 10, "x").unwrap_err();
+            let e = refused(read_capped(Path::new("/dev/zero"), 10, "x").unwrap_err());
             assert!(e.contains("character device"), "{e}");
+            // A file inside a file: the system answers "not a directory", not a missing path.
+            let e = read_capped(&p.join("g"), 10, "x").unwrap_err();
+            assert!(!e.is_refusal(), "{e:?}");
         }
     }
 

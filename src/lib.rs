@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod cli;
 pub mod doctor;
 pub mod export;
+pub mod file_error;
 pub mod import;
 pub mod input_file;
 pub mod memory;

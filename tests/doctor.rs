@@ -335,6 +335,20 @@ mod cli {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains("error: cannot write to stdout"), "{err}");
+        // A file that is not there is the input's fault; one the system cannot reach (a path
+        // through a file) is the machine's.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("log.txt");
+        std::fs::write(&file, P6).unwrap();
+        let missing = diagnose(&["--file", dir.path().join("none").to_str().unwrap()], "");
+        assert_eq!(missing.status.code(), Some(2));
+        let through = diagnose(&["--file", file.join("x").to_str().unwrap()], "");
+        assert_eq!(
+            through.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&through.stderr)
+        );
         let bad = diagnose(&["--answers", "0"], P6);
         assert_eq!(bad.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&bad.stderr).contains("--answers counts from 1"));

@@ -343,7 +343,9 @@ fn fuzz_paths_that_are_not_regular_files() {
             vram_doctor::accuracy::run_file(p).map(drop)
         }),
         ("read_capped", |p| {
-            vram_doctor::input_file::read_capped(p, 1 << 20, "a file").map(drop)
+            vram_doctor::input_file::read_capped(p, 1 << 20, "a file")
+                .map(drop)
+                .map_err(String::from)
         }),
         ("gguf", |p| vram_doctor::import::gguf::read(p).map(drop)),
         ("nvml-lib", vram_doctor::telemetry::nvml::check_lib),

@@ -10,7 +10,7 @@
 //!
 //! `vram-doctor run` returns the watched command's own status instead.
 
-use crate::atomic_write::WriteError;
+use crate::file_error::FileError;
 
 /// Exit status for bad input (a malformed file, an unknown preset, a wrong flag).
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -28,7 +28,7 @@ pub enum CliError {
     #[error("{0}")]
     Environment(String),
     #[error(transparent)]
-    Write(#[from] WriteError),
+    File(#[from] FileError),
 }
 
 impl From<String> for CliError {
@@ -51,8 +51,8 @@ impl CliError {
 
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::BadInput(_) | CliError::Write(WriteError::Refused { .. }) => EXIT_BAD_INPUT,
-            CliError::Environment(_) | CliError::Write(WriteError::Io { .. }) => EXIT_ENVIRONMENT,
+            CliError::BadInput(_) | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,
+            CliError::Environment(_) | CliError::File(FileError::Io { .. }) => EXIT_ENVIRONMENT,
         }
     }
 }
@@ -71,7 +71,7 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, "x").unwrap();
         let failed = crate::atomic_write::write_atomic(&file.join("g"), "x").unwrap_err();
-        assert!(matches!(failed, WriteError::Io { .. }), "{failed:?}");
+        assert!(matches!(failed, FileError::Io { .. }), "{failed:?}");
         assert_eq!(CliError::from(failed).exit_code(), EXIT_ENVIRONMENT);
         assert_eq!(CliError::from("bad flag").exit_code(), EXIT_BAD_INPUT);
         let closed = std::io::Error::from(std::io::ErrorKind::BrokenPipe);

@@ -124,7 +124,11 @@ pub fn open(
 
 /// Reads a whole small text file (JSON), refusing anything over `max` bytes.
 pub fn read_small_text(path: &std::path::Path, max: u64) -> Result<String, String> {
-    crate::input_file::read_text_capped(path, max, "this kind of file")
+    Ok(crate::input_file::read_text_capped(
+        path,
+        max,
+        "this kind of file",
+    )?)
 }
 
 /// A name read from a file, fit for a one-line message: quoted, control characters escaped

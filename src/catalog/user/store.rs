@@ -50,7 +50,7 @@ fn read_file(path: &Path) -> Result<Option<UserPresets>, ReadError> {
         _ => {}
     }
     let f = crate::input_file::open_regular(path)
-        .map_err(ReadError::Io)?
+        .map_err(|e| ReadError::Io(e.into()))?
         .0;
     // Read one byte past the cap, so a file that grows while being read is still caught.
     let mut bytes = Vec::new();
