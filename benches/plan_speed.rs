@@ -6,9 +6,9 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::Path;
-use vram_doctor::memory::any::resolve_any;
 use vram_doctor::memory::{self, Workload, WorkloadFile};
 use vram_doctor::plan;
+use vram_doctor::resolve::resolve_any;
 
 fn workload(text: &str) -> Workload {
     WorkloadFile::parse(text, "bench")

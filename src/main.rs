@@ -12,7 +12,8 @@
 use clap::Parser;
 use std::process::ExitCode;
 use vram_doctor::cli::{Cli, run};
-use vram_doctor::ui::{self, Tab};
+use vram_doctor::tabs::Tab;
+use vram_doctor::ui;
 
 fn main() -> ExitCode {
     #[cfg(windows)]

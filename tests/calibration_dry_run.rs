@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use vram_doctor::catalog::Catalog;
 use vram_doctor::import::{self, Imported};
-use vram_doctor::memory::any::{AnyWorkload, resolve_any};
+use vram_doctor::memory::any::AnyWorkload;
 use vram_doctor::memory::{Task, WorkloadFile};
+use vram_doctor::resolve::resolve_any;
 
 /// Field order of `../shared/reference/groundtruth-public.jsonl` rows (the reference schema).
 const SCHEMA: [&str; 14] = [

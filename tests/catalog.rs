@@ -292,12 +292,9 @@ fn config_json_values_are_pinned() {
     let f = &model("falcon-7b").arch;
     assert_eq!(
         (f.kv_heads, f.mlp),
-        (1, vram_doctor::memory::arch::Mlp::Plain)
+        (1, vram_doctor::types::arch::Mlp::Plain)
     );
-    assert_eq!(
-        model("gpt2").arch.mlp,
-        vram_doctor::memory::arch::Mlp::Plain
-    );
+    assert_eq!(model("gpt2").arch.mlp, vram_doctor::types::arch::Mlp::Plain);
 }
 
 #[test]

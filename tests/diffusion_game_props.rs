@@ -9,8 +9,8 @@ use vram_doctor::memory::diffusion::{
 use vram_doctor::memory::game::{
     GameCatalog, GameRun, GameWorkload, Resolution, TextureQuality, Upscaler,
 };
-use vram_doctor::memory::options::{Attention, Engine};
-use vram_doctor::memory::workload::GpuTarget;
+use vram_doctor::types::options::{Attention, Engine};
+use vram_doctor::types::workload::GpuTarget;
 
 fn gpu(gib: f64) -> GpuTarget {
     GpuTarget::with_capacity(vram_doctor::units::gib_to_bytes(gib), 1)

@@ -19,8 +19,9 @@ use vram_doctor::export::{
     ExportKind, Os, accelerate_fsdp, deepspeed, kinds_for_os, planned, render_for,
 };
 use vram_doctor::memory::WorkloadFile;
-use vram_doctor::memory::any::{AnyWorkload, resolve_any};
+use vram_doctor::memory::any::AnyWorkload;
 use vram_doctor::plan::{PlanResult, plan_any};
+use vram_doctor::resolve::resolve_any;
 
 // ---- The tools' real names ----
 

@@ -7,8 +7,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use support::*;
 use vram_doctor::import as imp;
-use vram_doctor::memory::arch::Mlp;
-use vram_doctor::memory::dtype::{GgufFileType, WeightFormat};
+use vram_doctor::types::arch::Mlp;
+use vram_doctor::types::dtype::{GgufFileType, WeightFormat};
 
 fn config_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -296,8 +296,8 @@ fn quantization_config_sets_the_weight_format() {
 
 #[test]
 fn load_model_has_the_workload_loader_signature() {
-    let loader: vram_doctor::memory::workload::ModelLoader = imp::load_model;
-    let vram_doctor::memory::workload::LoadedModel { name, arch, .. } =
+    let loader: vram_doctor::types::workload::ModelLoader = imp::load_model;
+    let vram_doctor::types::workload::LoadedModel { name, arch, .. } =
         loader(&config_path("qwen3-8b.json")).unwrap();
     assert_eq!(name, "configs");
     assert_eq!(arch.params, 8_190_735_360.0);

@@ -172,7 +172,7 @@ fn a_doctor_fix_opens_in_the_planner_with_its_settings() {
     assert_ne!(s.planner.workload.run, before.run);
     assert_eq!(s.planner.workload.model, before.model);
     // …and the planner can estimate what it was handed.
-    vram_doctor::memory::any::resolve_any(
+    vram_doctor::resolve::resolve_any(
         &s.planner.workload,
         std::path::Path::new("."),
         Some(vram_doctor::import::load_model),
@@ -205,7 +205,7 @@ fn games_and_image_models_open_in_the_planner_as_their_kind() {
         assert_eq!(s.planner.workload.run.task, Some(task), "{shelf}");
         let preset = s.planner.workload.model.preset.clone().unwrap();
         assert!(preset.contains(search), "{shelf}: {preset}");
-        vram_doctor::memory::any::resolve_any(&s.planner.workload, std::path::Path::new("."), None)
+        vram_doctor::resolve::resolve_any(&s.planner.workload, std::path::Path::new("."), None)
             .expect("the picked preset plans");
     }
 }

@@ -411,8 +411,9 @@ fn breakdown_labels() -> BTreeSet<String> {
 /// estimators use needs an entry, found both in the sources and by estimating the examples.
 #[test]
 fn every_breakdown_part_has_a_chinese_name() {
-    use vram_doctor::memory::any::{estimate_any, resolve_any};
-    use vram_doctor::memory::workload::WorkloadFile;
+    use vram_doctor::memory::any::estimate_any;
+    use vram_doctor::resolve::resolve_any;
+    use vram_doctor::types::workload::WorkloadFile;
     let table = zh_table();
     let mut labels = breakdown_labels();
     assert!(
@@ -446,9 +447,9 @@ fn every_breakdown_part_has_a_chinese_name() {
 /// `tr(Strategy::label())` (diffusion): every strategy needs an entry.
 #[test]
 fn every_strategy_template_has_a_chinese_entry() {
-    use vram_doctor::memory::dtype::KvDtype;
-    use vram_doctor::memory::options::{Checkpointing, Method, Offload};
     use vram_doctor::plan::Strategy;
+    use vram_doctor::types::dtype::KvDtype;
+    use vram_doctor::types::options::{Checkpointing, Method, Offload};
     let mut all = vec![
         Strategy::Weights {
             format: "int4".into(),

@@ -6,8 +6,8 @@ use egui_kittest::kittest::{NodeT, Queryable};
 use std::path::PathBuf;
 use vram_doctor::export::{ExportKind, render};
 use vram_doctor::memory::WorkloadFile;
-use vram_doctor::memory::any::resolve_any;
 use vram_doctor::plan::plan_any;
+use vram_doctor::resolve::resolve_any;
 use vram_doctor::ui::files::Dialogs;
 use vram_doctor::ui::planner::PlannerView;
 

@@ -16,7 +16,7 @@
 use super::{Case, Figure};
 use crate::memory::WorkloadFile;
 use crate::memory::diffusion::CpuOffload;
-use crate::memory::options::{Attention, Engine, Task};
+use crate::types::options::{Attention, Engine, Task};
 use serde_json::Value;
 
 fn s<'a>(row: &'a Value, key: &str) -> &'a str {

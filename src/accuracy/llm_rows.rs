@@ -5,8 +5,8 @@
 
 use super::{Case, Figure};
 use crate::memory::WorkloadFile;
-use crate::memory::arch::Mlp;
-use crate::memory::options::*;
+use crate::types::arch::Mlp;
+use crate::types::options::*;
 use serde_json::Value;
 
 fn s<'a>(row: &'a Value, key: &str) -> &'a str {

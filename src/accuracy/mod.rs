@@ -59,7 +59,8 @@ pub struct Case {
 
 /// Estimates a case's figure in bytes (model files through the importer).
 pub fn estimate_case(c: &Case) -> Result<u64, String> {
-    let w = memory::any::resolve_any(&c.workload, Path::new("."), Some(crate::import::load_model))?;
+    let w =
+        crate::resolve::resolve_any(&c.workload, Path::new("."), Some(crate::import::load_model))?;
     Ok(c.figure.of(&memory::any::estimate_any(&w)))
 }
 

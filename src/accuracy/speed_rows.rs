@@ -109,7 +109,7 @@ impl SpeedRow {
         f.gpu.host_ram_gbps = self.host_ram_gbps;
         f.model.preset = Some(self.model.clone());
         let r = &mut f.run;
-        r.engine = Some(crate::memory::options::Engine::LlamaCpp);
+        r.engine = Some(crate::types::options::Engine::LlamaCpp);
         r.weights = Some(self.weights.clone());
         r.batch = Some(1);
         r.ubatch = self.ubatch.map(i64::from);

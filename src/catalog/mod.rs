@@ -2,14 +2,14 @@
 //! offline and alone. Knowledge lives in those files, not here.
 
 mod gpus;
+pub mod hosts;
 mod models;
-mod suggest;
 pub mod user;
 
-pub use gpus::{Gpu, GpuKind, Vendor};
+pub use crate::types::gpu::{Gpu, GpuKind, Vendor};
 pub use models::ModelPreset;
-pub use suggest::nearest;
 
+use crate::suggest::nearest;
 use std::sync::OnceLock;
 
 /// All presets, parsed once.

@@ -1,6 +1,6 @@
 //! Model presets (`presets/models.toml`): the architecture from each model's `config.json`.
 
-use crate::memory::ModelArch;
+use crate::types::arch::ModelArch;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -92,8 +92,8 @@ fn print_model(m: &ImportedModel) {
     }
     let a = &m.arch;
     let mlp = match a.mlp {
-        crate::memory::arch::Mlp::Gated => "gated",
-        crate::memory::arch::Mlp::Plain => "plain",
+        crate::types::arch::Mlp::Gated => "gated",
+        crate::types::arch::Mlp::Plain => "plain",
     };
     row(
         "architecture",

@@ -26,7 +26,7 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
     /// Desktop app only: the tab to open on (otherwise the one used last).
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::ui::Tab::NAMES))]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::tabs::Tab::NAMES))]
     pub tab: Option<String>,
     /// Desktop app only: the monitor shows the GPUs of every host this Prometheus server
     /// (http://HOST:9090) or exporter (http://HOST:9400/metrics) reports.

@@ -329,7 +329,7 @@ fn serve(addr: &str) -> Result<Exporter, String> {
 fn predicted_peak(path: &std::path::Path) -> Result<Predicted, String> {
     let file = crate::memory::WorkloadFile::load(path)?;
     let base = path.parent().unwrap_or(std::path::Path::new("."));
-    let w = crate::memory::any::resolve_any(&file, base, Some(crate::import::load_model))?;
+    let w = crate::resolve::resolve_any(&file, base, Some(crate::import::load_model))?;
     let result = crate::plan::plan_any(&w);
     Ok(Predicted {
         workload: path

@@ -1,9 +1,10 @@
 //! `vram-doctor plan`: a workload from a file and/or flags → breakdown, verdict and plan.
 
-use crate::memory::any::{AnyWorkload, resolve_any};
-use crate::memory::options::*;
+use crate::memory::any::AnyWorkload;
 use crate::memory::{Workload, WorkloadFile};
 use crate::plan::{PlanResult, plan_any};
+use crate::resolve::resolve_any;
+use crate::types::options::*;
 use crate::units::human;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -205,7 +206,7 @@ impl PlanArgs {
         set(&mut f.gpu.host_ram_gib, self.host_ram_gib);
         // Planning for this machine unless told otherwise: its RAM bounds what can be offloaded.
         if f.gpu.host_ram_gib.is_none() {
-            f.gpu.host_ram_gib = crate::memory::host::this_machine_ram_gib();
+            f.gpu.host_ram_gib = crate::catalog::hosts::this_machine_ram_gib();
         }
         if self.model.is_some() || self.model_file.is_some() {
             f.model = Default::default();

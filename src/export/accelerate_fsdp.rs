@@ -8,8 +8,8 @@
 //! turns it on.
 
 use super::deepspeed::zero_stage;
-use crate::memory::options::{Checkpointing, Offload, Precision};
-use crate::memory::workload::Workload;
+use crate::types::options::{Checkpointing, Offload, Precision};
+use crate::types::workload::Workload;
 use serde_json::{Value, json};
 
 /// The config as a JSON value; `render` writes it as YAML (the tests read that back).

@@ -6,7 +6,7 @@
 
 use super::{command_line, comments};
 use crate::memory::diffusion::{DiffusionWorkload, VramMode};
-use crate::memory::dtype::WeightFormat;
+use crate::types::dtype::WeightFormat;
 
 pub fn render(d: &DiffusionWorkload) -> String {
     let r = &d.run;

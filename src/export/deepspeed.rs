@@ -6,8 +6,8 @@
 //! DeepSpeed offloads optimizer states from ZeRO stage 1 up and parameters only at stage 3
 //! (ZeRO-Offload / ZeRO-Infinity), so an offload in the plan raises the stage to what it needs.
 
-use crate::memory::options::{Offload, Optimizer, Precision};
-use crate::memory::workload::Workload;
+use crate::types::options::{Offload, Optimizer, Precision};
+use crate::types::workload::Workload;
 use serde_json::{Value, json};
 
 /// The ZeRO stage a run needs: its own, raised to what its offload requires.

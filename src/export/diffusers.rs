@@ -5,7 +5,7 @@
 
 use super::{comments, slug};
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind};
-use crate::memory::dtype::WeightFormat;
+use crate::types::dtype::WeightFormat;
 
 /// The pipeline attribute holding the denoiser.
 fn denoiser(d: &DiffusionWorkload) -> &'static str {

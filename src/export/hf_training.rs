@@ -4,10 +4,10 @@
 //! (transformers `training_args.py`).
 
 use super::{command_line, comments, deepspeed, hf_repo};
-use crate::memory::options::{
+use crate::types::options::{
     Attention, Checkpointing, Loss, Method, Offload, Optimizer, Precision,
 };
-use crate::memory::workload::Workload;
+use crate::types::workload::Workload;
 
 /// `TrainingArguments.optim` for an optimizer (transformers `OptimizerNames`).
 pub fn optim_name(o: Optimizer) -> &'static str {

@@ -4,9 +4,9 @@
 //! (`--batch-size`, logical) and `-ub` (`--ubatch-size`, physical).
 
 use super::{command_line, comments, slug};
-use crate::memory::dtype::KvDtype;
-use crate::memory::options::Attention;
-use crate::memory::workload::Workload;
+use crate::types::dtype::KvDtype;
+use crate::types::options::Attention;
+use crate::types::workload::Workload;
 
 /// llama.cpp's name for a KV cache type (`--cache-type-k` values); `None` for types it lacks.
 pub fn cache_type(k: KvDtype) -> Option<&'static str> {
@@ -89,7 +89,7 @@ pub fn render(w: &Workload) -> String {
     }
     // Always said (f16 is llama.cpp's default, but a command that states it holds the cache
     // the plan counted whatever the build's default); the resolver refuses the types llama.cpp
-    // lacks (`memory::dtype::kv_types_of`).
+    // lacks (`types::dtype::kv_types_of`).
     match cache_type(r.kv_cache) {
         Some(t) => {
             flags.push(("--cache-type-k", Some(t.into())));

@@ -10,7 +10,7 @@
 //! `--context-length` (LM Studio docs, `lms load`).
 
 use super::llama_cpp::{cache_type, flash};
-use crate::memory::workload::Workload;
+use crate::types::workload::Workload;
 
 /// A ratio as LM Studio takes it: "max", "off" or a share with three decimals.
 fn ratio(part: u32, whole: u32) -> String {

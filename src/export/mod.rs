@@ -24,10 +24,10 @@ pub mod workload_file;
 use crate::catalog::Catalog;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
-use crate::memory::options::{Engine, Task, choice};
-use crate::memory::workload::{Run, Workload};
 use crate::plan::diffusion::DiffusionPlan;
 use crate::plan::{PlanResult, Strategy};
+use crate::types::options::{Engine, Task, choice};
+use crate::types::workload::{Run, Workload};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
@@ -316,8 +316,8 @@ pub(crate) fn comments(notes: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::memory::WorkloadFile;
-    use crate::memory::any::resolve_any;
     use crate::plan::plan_any;
+    use crate::resolve::resolve_any;
     use std::path::Path;
 
     fn load(text: &str) -> (AnyWorkload, PlanResult) {

@@ -7,8 +7,8 @@
 
 use super::comments;
 use super::llama_cpp::{cache_type, flash, gguf_file, ngl};
-use crate::memory::dtype::KvDtype;
-use crate::memory::workload::Workload;
+use crate::types::dtype::KvDtype;
+use crate::types::workload::Workload;
 
 pub fn render(w: &Workload) -> String {
     let r = &w.run;

@@ -5,8 +5,8 @@
 
 use super::transformers::{bnb_config, compute_dtype, format_note, load_call, model_class};
 use super::{ExportKind, comments};
-use crate::memory::options::{Checkpointing, LoraTargets, Method, Objective};
-use crate::memory::workload::Workload;
+use crate::types::options::{Checkpointing, LoraTargets, Method, Objective};
+use crate::types::workload::Workload;
 
 /// `target_modules` for the run's choice of layers (Llama-style projection names).
 pub fn target_modules(t: LoraTargets) -> &'static str {

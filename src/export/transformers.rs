@@ -3,9 +3,9 @@
 //! docs "Quantization → bitsandbytes", "Attention interface").
 
 use super::{comments, hf_repo};
-use crate::memory::dtype::WeightFormat;
-use crate::memory::options::{Attention, Objective, Precision, Task};
-use crate::memory::workload::Workload;
+use crate::types::dtype::WeightFormat;
+use crate::types::options::{Attention, Objective, Precision, Task};
+use crate::types::workload::Workload;
 
 /// The 16-bit type computations run in: bf16 where the card has it (Ampere and newer).
 pub fn compute_dtype(w: &Workload) -> &'static str {

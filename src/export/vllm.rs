@@ -3,8 +3,8 @@
 //! `--gpu-memory-utilization`, `--kv-cache-dtype`, `--tensor-parallel-size`.
 
 use super::{command_line, comments, hf_repo};
-use crate::memory::dtype::{KvDtype, WeightFormat};
-use crate::memory::workload::Workload;
+use crate::types::dtype::{KvDtype, WeightFormat};
+use crate::types::workload::Workload;
 
 /// `--quantization` for a weight format (vLLM's quantization method names).
 pub fn quantization(f: WeightFormat) -> Option<&'static str> {
@@ -60,7 +60,7 @@ pub fn render(w: &Workload) -> String {
     ));
     // Always said, so the command holds the cache the plan counted: `auto` is the model's
     // dtype (2 bytes per value, or 4 with --dtype float32); the resolver refuses the types
-    // vLLM lacks (`memory::dtype::kv_types_of`).
+    // vLLM lacks (`types::dtype::kv_types_of`).
     let kv = match r.kv_cache {
         KvDtype::Fp8 => "fp8",
         KvDtype::Bf16 if dtype == "bfloat16" => "auto",

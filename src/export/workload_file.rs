@@ -6,10 +6,10 @@
 use super::planned;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionRun;
-use crate::memory::dtype::{KV_NAMES, KvDtype};
 use crate::memory::game::GameRun;
-use crate::memory::workload::{Run, RunSection, WorkloadFile};
 use crate::plan::PlanResult;
+use crate::types::dtype::{KV_NAMES, KvDtype};
+use crate::types::workload::{Run, RunSection, WorkloadFile};
 
 /// Applies the plan `r` (made for `w`, the workload `file` resolved to) to `file`: LLM and
 /// diffusion strategies as `planned` applies them, game setting steps as `GameAdvice::to_fit`
@@ -155,8 +155,8 @@ fn kv_name(k: KvDtype) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::any::resolve_any;
     use crate::plan::plan_any;
+    use crate::resolve::resolve_any;
     use std::path::Path;
 
     fn resolve(f: &WorkloadFile) -> AnyWorkload {

@@ -541,7 +541,7 @@ mod tests {
     fn type_table_matches_the_engine_block_layouts() {
         // The engine's GgmlType and this table describe the same ggml types.
         for id in 0..64 {
-            if let Some(t) = crate::memory::dtype::GgmlType::from_id(id) {
+            if let Some(t) = crate::types::dtype::GgmlType::from_id(id) {
                 let (_, block, size) = ggml_type(id).expect("engine type missing here");
                 assert_eq!(
                     (u64::from(t.block().0), u64::from(t.block().1)),

@@ -11,10 +11,10 @@
 use super::gguf::{self, GgufHeader, MetaValue};
 use super::reader::shown;
 use super::{ImportedModel, SourceFormat};
-use crate::memory::arch::{Mla, Mlp, ModelArch, Moe};
-use crate::memory::dtype::{GgufFileType, WEIGHT_NAMES, WeightFormat};
-use crate::memory::options::Engine;
 use crate::memory::weights::weight_bytes;
+use crate::types::arch::{Mla, Mlp, ModelArch, Moe};
+use crate::types::dtype::{GgufFileType, WEIGHT_NAMES, WeightFormat};
+use crate::types::options::Engine;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

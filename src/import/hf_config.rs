@@ -8,8 +8,8 @@
 use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm};
 use super::hf_vision;
 use super::{ImportedModel, SourceFormat};
-use crate::memory::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
-use crate::memory::dtype::WeightFormat;
+use crate::types::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
+use crate::types::dtype::WeightFormat;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

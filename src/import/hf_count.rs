@@ -5,7 +5,7 @@
 //! Sums are u128 with saturation: hostile configs give absurd counts that `ModelArch::validate`
 //! then rejects, never an overflow.
 
-use crate::memory::arch::{BlockCache, Mla, Mlp};
+use crate::types::arch::{BlockCache, Mla, Mlp};
 use serde::Deserialize;
 
 /// Expert layouts.

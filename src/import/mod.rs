@@ -15,10 +15,10 @@ mod hf_vision;
 mod reader;
 pub mod safetensors;
 
-use crate::memory::ModelArch;
-use crate::memory::dtype::WeightFormat;
-use crate::memory::workload::{FileWeights, LoadedModel};
 use crate::printable::printable;
+use crate::types::arch::ModelArch;
+use crate::types::dtype::WeightFormat;
+use crate::types::workload::{FileWeights, LoadedModel};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -101,7 +101,7 @@ pub mod from_bytes {
     }
 }
 
-/// The model loader of the workload contract (`crate::memory::workload::ModelLoader`):
+/// The model loader of the workload contract (`crate::types::workload::ModelLoader`):
 /// a `config.json`, `*.safetensors`, `*.safetensors.index.json`, `*.gguf`, or a folder holding
 /// `config.json`.
 pub fn load_model(path: &Path) -> Result<LoadedModel, String> {

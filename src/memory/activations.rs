@@ -6,8 +6,8 @@
 //! attention output `q_dim`), and gated MLPs that keep gate, up and act(gate)·up (3·I) instead of
 //! GeLU's 2·4h. Inference keeps nothing between layers, so only the largest transient counts.
 
-use super::arch::{Mlp, ModelArch};
-use super::options::{Attention, Checkpointing};
+use crate::types::arch::{Mlp, ModelArch};
+use crate::types::options::{Attention, Checkpointing};
 
 /// Bytes one layer saves for backward per token, excluding the attention score matrix:
 /// two norm inputs (2h), the QKV input (h), Q, K, V (q + 2kv), the o_proj input (q),
@@ -81,7 +81,7 @@ pub fn inference_peak(a: &ModelArch, batch: f64, prompt: f64, attn: Attention) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::arch::tests::llama31_8b;
+    use crate::types::arch::tests::llama31_8b;
 
     #[test]
     fn korthikanti_gpt_block_without_dropout() {

@@ -1,14 +1,14 @@
 //! LLM inference: weights, KV cache, and the transient buffers of one forward pass, per engine.
 
 use super::activations::inference_peak;
-use super::arch::ModelArch;
 use super::breakdown::{Breakdown, Layer};
 use super::kv_cache::{kv_cache_bytes, state_bytes};
-use super::options::{Attention, Engine};
 use super::overhead;
 use super::placement;
 use super::weights::weight_bytes;
-use super::workload::{Run, Workload};
+use crate::types::arch::ModelArch;
+use crate::types::options::{Attention, Engine};
+use crate::types::workload::{Run, Workload};
 use crate::units::human;
 
 /// vLLM's sampler keeps fp32 logits for up to `max_num_seqs` (256) sequences during the profile

@@ -3,9 +3,9 @@
 //! (llama.cpp `llama_kv_cache` constructor; vLLM `CacheEngine.get_cache_block_size`), so this is
 //! the one component an estimate can get to the byte.
 
-use super::arch::{BlockCache, ModelArch};
-use super::dtype::KvDtype;
-use super::options::Engine;
+use crate::types::arch::{BlockCache, ModelArch};
+use crate::types::dtype::KvDtype;
+use crate::types::options::Engine;
 
 /// K+V elements per token for one layer. MLA engines keep the compressed latent
 /// `kv_lora_rank + qk_rope_head_dim` (DeepSeek-V2 paper §2.1.2): vLLM, llama.cpp since PR #12801,
@@ -96,7 +96,7 @@ pub fn state_bytes(a: &ModelArch, seqs: u32, engine: Engine) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::arch::tests::llama31_8b;
+    use crate::types::arch::tests::llama31_8b;
     use crate::units::MIB;
 
     #[test]
@@ -144,7 +144,7 @@ mod tests {
     /// 16-bit in transformers and f32 in llama.cpp.
     #[test]
     fn recurrent_blocks_hold_a_fixed_state_instead_of_kv() {
-        use crate::memory::arch::{BlockCache, CacheLayout};
+        use crate::types::arch::{BlockCache, CacheLayout};
         let mut a = llama31_8b();
         let mut blocks = vec![BlockCache::None; 32];
         blocks[3] = BlockCache::Full;

@@ -1,8 +1,8 @@
 //! LoRA adapters (Hu et al. 2021, arXiv 2106.09685): each adapted `d_in → d_out` linear layer
 //! gets `A: r×d_in` and `B: d_out×r`, i.e. `r·(d_in + d_out)` trainable parameters.
 
-use super::arch::{Mlp, ModelArch};
-use super::options::LoraTargets;
+use crate::types::arch::{Mlp, ModelArch};
+use crate::types::options::LoraTargets;
 
 /// Trainable LoRA parameters for rank `r` on `targets`.
 pub fn lora_params(a: &ModelArch, r: u32, targets: LoraTargets) -> f64 {
@@ -27,7 +27,7 @@ pub fn lora_params(a: &ModelArch, r: u32, targets: LoraTargets) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::arch::tests::llama31_8b;
+    use crate::types::arch::tests::llama31_8b;
 
     #[test]
     fn llama_8b_rank_16_all_linear() {

@@ -3,28 +3,23 @@
 
 pub mod activations;
 pub mod any;
-pub mod arch;
 pub mod breakdown;
 pub mod diffusion;
-pub mod dtype;
 pub mod game;
-pub mod host;
 pub mod inference;
 pub mod kv_cache;
 pub mod lora;
 pub mod optimizer;
-pub mod options;
 pub mod overhead;
 pub mod placement;
 pub mod training;
 pub mod weights;
-pub mod workload;
 
-pub use arch::ModelArch;
+pub use crate::types::arch::ModelArch;
+pub use crate::types::dtype::{KvDtype, WeightFormat};
+pub use crate::types::options::*;
+pub use crate::types::workload::{GpuTarget, Run, Workload, WorkloadFile};
 pub use breakdown::{Breakdown, Component, Layer, Peak};
-pub use dtype::{KvDtype, WeightFormat};
-pub use options::*;
-pub use workload::{GpuTarget, Run, Workload, WorkloadFile};
 
 /// Estimates the per-GPU peak memory of an LLM workload.
 pub fn estimate(w: &Workload) -> Breakdown {

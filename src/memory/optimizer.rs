@@ -1,6 +1,6 @@
 //! Optimizer state bytes per trainable parameter, and the temporaries of its step.
 
-use super::options::{Optimizer, Precision};
+use crate::types::options::{Optimizer, Precision};
 
 /// Bytes of optimizer state per trainable parameter.
 ///

@@ -2,7 +2,7 @@
 //! workspaces, and the caching allocator's slack.
 
 use super::breakdown::{Breakdown, Layer};
-use super::options::Engine;
+use crate::types::options::Engine;
 use crate::units::{GIB, MIB};
 
 /// CUDA context + kernels of a PyTorch process, as nvidia-smi sees it before any tensor:

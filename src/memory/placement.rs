@@ -14,11 +14,11 @@
 //!   CPU for `i < N`; `--cpu-moe` is the same for every layer (`-ot exps=CPU`). Shared experts
 //!   (`ffn_*_shexp`) and attention stay on the layer's device.
 
-use super::arch::ModelArch;
 use super::kv_cache::kv_cache_bytes_of_layers;
-use super::options::Engine;
 use super::weights::output_head_bytes;
-use super::workload::Workload;
+use crate::types::arch::ModelArch;
+use crate::types::options::Engine;
+use crate::types::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -188,7 +188,7 @@ pub fn compute_buffers(w: &Workload, s: &Split) -> (f64, f64) {
     let embd = f64::from(a.hidden);
     let vocab = f64::from(a.vocab);
     let heads = f64::from(a.heads);
-    let flash = r.attention == super::options::Attention::Flash;
+    let flash = r.attention == crate::types::options::Attention::Flash;
     let kq = if flash { 0.0 } else { ctx * (1.0 + heads) };
     let out = 4.0 * ub * (embd + vocab);
     if s.full(a) {

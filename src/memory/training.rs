@@ -7,14 +7,14 @@
 //! the middle of backward part of both are alive.
 
 use super::activations::training_activations;
-use super::arch::ModelArch;
 use super::breakdown::{Breakdown, Layer};
-use super::dtype::WeightFormat;
 use super::lora::lora_params;
 use super::optimizer::{state_bytes, step_temp_bytes};
-use super::options::*;
 use super::overhead;
-use super::workload::{Run, Workload};
+use crate::types::arch::ModelArch;
+use crate::types::dtype::WeightFormat;
+use crate::types::options::*;
+use crate::types::workload::{Run, Workload};
 
 /// Bytes per vocabulary entry per token alive at the loss: bf16 logits (2), their fp32 upcast
 /// (4), fp32 log-softmax saved for backward (4), and in backward its fp32 gradient (4) and the

@@ -3,10 +3,10 @@
 //! Quantizers leave some tensors in 16-bit and add scales; each rule below names the code it
 //! comes from. Norm weights and biases are folded into the block parameters (well under 0.1%).
 
-use super::arch::ModelArch;
-use super::dtype::{GgmlType, WeightFormat, more_bits_fraction};
-use super::options::Engine;
-use super::workload::Workload;
+use crate::types::arch::ModelArch;
+use crate::types::dtype::{GgmlType, WeightFormat, more_bits_fraction};
+use crate::types::options::Engine;
+use crate::types::workload::Workload;
 
 /// Weight bytes, whole model (not yet split across GPUs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,7 +119,7 @@ pub fn weight_bytes(a: &ModelArch, f: WeightFormat, engine: Engine) -> WeightByt
 /// `token_embd` always stays in host memory (`llama-model.cpp` loads the input layer on the CPU
 /// buffer type), the output head goes to the GPU with a full offload. Checked against the
 /// OpenLLaMA-7B buffers in the reference data (F16 12603.02 MiB, Q4_K_M 3820.93 MiB).
-fn gguf_bytes(a: &ModelArch, mix: super::dtype::GgufMix, engine: Engine) -> WeightBytes {
+fn gguf_bytes(a: &ModelArch, mix: crate::types::dtype::GgufMix, engine: Engine) -> WeightBytes {
     let more = more_bits_fraction(a.layers);
     let v = a.attn_v_params();
     let down = a.ffn_down_params();
@@ -148,8 +148,8 @@ fn gguf_bytes(a: &ModelArch, mix: super::dtype::GgufMix, engine: Engine) -> Weig
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::arch::{Mlp, ModelArch};
-    use crate::memory::dtype::GgufFileType;
+    use crate::types::arch::{Mlp, ModelArch};
+    use crate::types::dtype::GgufFileType;
     use crate::units::MIB;
 
     /// OpenLLaMA-7B v2 as printed by llama.cpp (6.74 B params, MHA).

@@ -7,9 +7,9 @@
 
 use crate::memory::diffusion::residency::place;
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
-use crate::memory::dtype::WeightFormat;
-use crate::memory::options::Engine;
 use crate::plan::verdict::diffusion_fits_with_margin;
+use crate::types::dtype::WeightFormat;
+use crate::types::options::Engine;
 use serde::{Deserialize, Serialize};
 
 /// One change to a diffusion run.
@@ -383,7 +383,7 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
 mod tests {
     use super::*;
     use crate::memory::diffusion::Bus;
-    use crate::memory::workload::GpuTarget;
+    use crate::types::workload::GpuTarget;
 
     fn wl(model: &str, gib: f64, engine: Engine) -> DiffusionWorkload {
         let gpu = GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1);

@@ -19,8 +19,8 @@
 //! The source also tries to fit part of one more layer (its attention, up or gate tensors);
 //! that is within one layer of what this returns.
 
-use crate::memory::workload::Workload;
 use crate::memory::{self, Breakdown};
+use crate::types::workload::Workload;
 
 /// `fit_params_min_ctx` (`--fit-ctx`) default, `common/common.h`.
 pub const FIT_MIN_CTX: u32 = 4096;

@@ -231,7 +231,7 @@ pub fn advise(w: &GameWorkload) -> GameAdvice {
 mod tests {
     use super::*;
     use crate::memory::game::GameCatalog;
-    use crate::memory::workload::GpuTarget;
+    use crate::types::workload::GpuTarget;
 
     fn wl(id: &str, gib: f64, run: GameRun) -> GameWorkload {
         let gpu = GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1);

@@ -12,12 +12,12 @@
 use super::fit;
 use super::strategy::{Risk, Strategy};
 use super::{Plan, quality_note};
-use crate::memory::dtype::KvDtype;
-use crate::memory::options::{Engine, ObjectiveSpeed, Task};
 use crate::memory::placement::{self, Placement};
-use crate::memory::workload::{Run, Workload};
 use crate::memory::{self, Breakdown};
 use crate::speed::{self, Speed};
+use crate::types::dtype::KvDtype;
+use crate::types::options::{Engine, ObjectiveSpeed, Task};
+use crate::types::workload::{Run, Workload};
 use crate::units::human;
 use serde::{Deserialize, Serialize};
 

@@ -3,9 +3,9 @@
 //! Speed factors are throughput relative to the original (1.0 = unchanged) and come from the
 //! cited measurements; they are rough by nature, and the planner uses them only to rank plans.
 
-use crate::memory::dtype::{KvDtype, WeightFormat};
-use crate::memory::options::*;
-use crate::memory::workload::Run;
+use crate::types::dtype::{KvDtype, WeightFormat};
+use crate::types::options::*;
+use crate::types::workload::Run;
 use serde::{Deserialize, Serialize};
 
 /// How much output quality a strategy risks.

@@ -243,8 +243,8 @@ pub fn diffusion_need_bytes(w: &DiffusionWorkload) -> u64 {
 mod tests {
     use super::*;
     use crate::memory::diffusion::Bus;
-    use crate::memory::options::Engine;
-    use crate::memory::workload::GpuTarget;
+    use crate::types::options::Engine;
+    use crate::types::workload::GpuTarget;
     use crate::units::gib_to_bytes;
 
     fn comfy(model: &str, gib: f64) -> DiffusionWorkload {

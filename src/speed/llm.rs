@@ -9,9 +9,9 @@
 //! each ubatch also copies those weights over PCIe.
 
 use super::Speed;
-use crate::memory::options::{Checkpointing, Engine, Method, Offload, Task};
 use crate::memory::placement;
-use crate::memory::workload::Workload;
+use crate::types::options::{Checkpointing, Engine, Method, Offload, Task};
+use crate::types::workload::Workload;
 
 /// Share of the card's peak bandwidth llama.cpp's CUDA decode streams weights and KV cache at,
 /// beside the fixed cost per layer below. Fitted with [`LAYER_OVERHEAD_S`] on the full-GPU
@@ -76,7 +76,7 @@ fn forward_flops(w: &Workload, ctx: f64) -> f64 {
 
 /// llama.cpp's fixed time per decode step: [`LAYER_OVERHEAD_S`] per dense layer,
 /// [`MOE_LAYER_OVERHEAD_S`] per MoE layer.
-fn layer_overhead(a: &crate::memory::arch::ModelArch) -> f64 {
+fn layer_overhead(a: &crate::types::arch::ModelArch) -> f64 {
     let moe = a.moe_layers();
     let moe_n = f64::from(moe.end - moe.start);
     (f64::from(a.layers) - moe_n) * LAYER_OVERHEAD_S + moe_n * MOE_LAYER_OVERHEAD_S

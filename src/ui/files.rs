@@ -7,8 +7,6 @@
 
 use std::path::PathBuf;
 
-pub use crate::atomic_write::write_atomic;
-
 /// Asks the user for a path. `None` means cancelled (or no dialog could be shown).
 pub trait FileDialog {
     /// A file to open, among files whose extension is one of `extensions`.

@@ -7,7 +7,7 @@ use super::i18n::{tr, trf};
 use super::monitor::Detect;
 use super::widgets::search_pick;
 use crate::catalog::Catalog;
-use crate::memory::workload::GpuSection;
+use crate::types::workload::GpuSection;
 use crate::units::{GIB, gib};
 use egui::Ui;
 use std::sync::mpsc::{self, Receiver, TryRecvError};

@@ -17,23 +17,9 @@ mod widgets;
 
 pub use app::{AppState, VramDoctorApp};
 
-use serde::{Deserialize, Serialize};
-
-/// The tabs of the main window.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Tab {
-    #[default]
-    Planner,
-    Monitor,
-    Doctor,
-    Catalog,
-}
+pub use crate::tabs::Tab;
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Planner, Tab::Monitor, Tab::Doctor, Tab::Catalog];
-    /// Command-line spellings (`vram-doctor --tab monitor`).
-    pub const NAMES: [&'static str; 4] = ["planner", "monitor", "doctor", "catalog"];
-
     /// The tab's title in the top bar, which is also its accessible label.
     pub fn title(self) -> &'static str {
         i18n::tr(match self {
@@ -42,15 +28,6 @@ impl Tab {
             Tab::Doctor => "Doctor",
             Tab::Catalog => "Catalog",
         })
-    }
-
-    /// Parses a command-line spelling (case-insensitive).
-    pub fn from_name(name: &str) -> Option<Tab> {
-        let name = name.trim().to_ascii_lowercase();
-        Tab::NAMES
-            .iter()
-            .position(|n| *n == name)
-            .map(|i| Tab::ALL[i])
     }
 }
 

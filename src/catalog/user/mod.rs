@@ -20,10 +20,11 @@ mod store;
 pub use store::{DIR_ENV, FILE_NAME, MAX_FILE_BYTES, UserStore, default_path, read};
 
 use super::{Catalog, Gpu, ModelPreset};
-use crate::memory::ModelArch;
-use crate::memory::arch::Mlp;
-use crate::memory::workload::{GpuSection, ModelSection};
-use crate::memory::{Task, WorkloadFile};
+use crate::types::arch::Mlp;
+use crate::types::arch::ModelArch;
+use crate::types::options::Task;
+use crate::types::workload::WorkloadFile;
+use crate::types::workload::{GpuSection, ModelSection};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
@@ -165,7 +166,7 @@ impl UserPreset for UserGpu {
     fn name(&self) -> &str {
         &self.name
     }
-    /// The bounds of `gpu.vram_gib` in a workload (`memory::workload`), and those of the
+    /// The bounds of `gpu.vram_gib` in a workload (`types::workload`), and those of the
     /// built-in GPU presets for the bandwidth (`catalog::gpus`).
     fn check(&self) -> Result<(), Invalid> {
         within("vram_gib", self.vram_gib, 0.0, 4096.0, " GiB")?;
@@ -591,7 +592,7 @@ mod tests {
         let builtin = Catalog::get().model("llama-3.1-8b").unwrap();
         let m = model();
         assert_eq!(m.arch(), builtin.arch);
-        let w = crate::memory::WorkloadFile {
+        let w = crate::types::workload::WorkloadFile {
             gpu: gpu("X", 24.0).section(),
             model: m.section(),
             ..Default::default()

@@ -1,7 +1,7 @@
 //! The diffusion presets (`presets/diffusion.toml`): pipelines and their parts with real sizes.
 //! Embedded at build time; checked on parse so a bad row is a clear error, not a wrong figure.
 
-use crate::catalog::nearest;
+use crate::suggest::nearest;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 

@@ -9,39 +9,15 @@
 pub mod catalog;
 pub mod parts;
 pub mod residency;
-pub mod resolve;
 pub mod stages;
 
-use super::dtype::WeightFormat;
-use super::options::{Attention, Engine, choice};
-use super::workload::GpuTarget;
+use crate::types::dtype::WeightFormat;
+use crate::types::options::{Attention, Engine};
+pub use crate::types::options::{CpuOffload, VramMode};
+use crate::types::workload::GpuTarget;
 pub use catalog::{DiffusionCatalog, DiffusionModel, ModelKind, Part, PartKind};
 pub use residency::estimate;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::fmt;
-use std::str::FromStr;
-
-choice!(
-    /// ComfyUI's VRAM state (`--normalvram` default, `--lowvram`, `--novram`, `--highvram`,
-    /// `--gpu-only`; comfy/cli_args.py, comfy/model_management.py `VRAMState`).
-    VramMode, "run.vram_mode" {
-        Normal = "normal" | "normalvram" | "normal_vram",
-        Low = "lowvram" | "low" | "low_vram",
-        No = "novram" | "no" | "no_vram",
-        High = "highvram" | "high" | "high_vram",
-        GpuOnly = "gpu-only" | "gpu_only" | "gpuonly",
-    }
-);
-
-choice!(
-    /// diffusers offloading: `enable_model_cpu_offload` moves whole models to the GPU when
-    /// they run; `enable_sequential_cpu_offload` streams every submodule's weights each call.
-    CpuOffload, "run.cpu_offload" {
-        None = "none" | "off" | "false",
-        Model = "model" | "enable_model_cpu_offload",
-        Sequential = "sequential" | "enable_sequential_cpu_offload",
-    }
-);
+use serde::{Deserialize, Serialize};
 
 /// The knobs of a diffusion run, with defaults applied and ranges checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,25 +99,9 @@ impl Default for Bus {
     fn default() -> Self {
         Bus {
             bandwidth_gbs: 500.0,
-            pcie_gbs: pcie_gbs(4, 16),
+            pcie_gbs: crate::types::gpu::pcie_gbs(4, 16),
         }
     }
-}
-
-/// Usable host-to-device bandwidth for streamed weights: 0.985 / 1.97 / 3.94 GB/s per lane for
-/// PCIe 3/4/5 (PCI-SIG line rates after 128b/130b encoding), at 50% — copies from pageable
-/// host memory reach about half the line rate in CUDA `bandwidthTest --memory=pageable` runs,
-/// pinned ones ~80% [derived].
-pub fn pcie_gbs(generation: u32, lanes: u32) -> f64 {
-    let per_lane = match generation {
-        0 => return 0.0,
-        1 => 0.25,
-        2 => 0.5,
-        3 => 0.985,
-        4 => 1.969,
-        _ => 3.938,
-    };
-    per_lane * f64::from(lanes) * 0.5
 }
 
 /// A checked diffusion workload: the model, its parts, the card and the run.

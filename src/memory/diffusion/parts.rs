@@ -8,8 +8,8 @@
 //! bf16 31.447 GiB, bnb 4-bit 12.584 GiB, bnb 8-bit 19.273 GiB (see the tests).
 
 use super::{DiffusionModel, Part};
-use crate::memory::dtype::WeightFormat;
-use crate::memory::options::Engine;
+use crate::types::dtype::WeightFormat;
+use crate::types::options::Engine;
 
 /// Storage bytes per quantized parameter, or `None` for formats diffusion tools do not use.
 pub fn quantized_bytes_per_param(f: WeightFormat) -> Option<f64> {
@@ -36,7 +36,7 @@ pub fn quantized_bytes_per_param(f: WeightFormat) -> Option<f64> {
 /// The `run.weights` spellings diffusion runs accept (`WEIGHT_NAMES` less the LLM-only formats),
 /// for pickers and help.
 pub fn weight_names() -> Vec<&'static str> {
-    crate::memory::dtype::WEIGHT_NAMES
+    crate::types::dtype::WEIGHT_NAMES
         .iter()
         .copied()
         .filter(|n| {

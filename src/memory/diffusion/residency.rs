@@ -13,9 +13,9 @@ use super::parts::{TAESD_PARAMS, denoiser_bytes, text_encoder_bytes};
 use super::stages::{decode_bytes, denoise_bytes, encode_bytes};
 use super::{CpuOffload, DiffusionWorkload, VramMode};
 use crate::memory::breakdown::{Breakdown, Layer};
-use crate::memory::dtype::WeightFormat;
-use crate::memory::options::Engine;
 use crate::memory::overhead;
+use crate::types::dtype::WeightFormat;
+use crate::types::options::Engine;
 use crate::units::{GIB, MIB, human};
 use serde::{Deserialize, Serialize};
 
@@ -408,7 +408,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
     if r.engine != Engine::Diffusers && !r.vae_tiling && p.peak == Stage::Decode && !b.fits() {
         b.warn("ComfyUI retries an out-of-memory VAE decode with tiled decoding ('retrying with tiled VAE decoding'): slower, but it completes");
     }
-    if r.attention == crate::memory::options::Attention::Eager
+    if r.attention == crate::types::options::Attention::Eager
         && p.stages[1].activations > 0.5 * w.gpu.vram_bytes as f64
     {
         b.warn("naive attention stores the full score matrix; SDPA/xformers attention removes it");
@@ -420,7 +420,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
 mod tests {
     use super::*;
     use crate::memory::diffusion::{Bus, DiffusionWorkload};
-    use crate::memory::workload::GpuTarget;
+    use crate::types::workload::GpuTarget;
 
     fn gpu(gib: f64) -> GpuTarget {
         GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1)

@@ -2,7 +2,7 @@
 //! decode with and without tiling. Weights are not counted here (see `residency`).
 
 use super::{DiffusionWorkload, ModelKind};
-use crate::memory::options::Attention;
+use crate::types::options::Attention;
 use crate::units::GIB;
 
 /// Pixels of one VAE tile: ComfyUI's "VAE Decode (Tiled)" default tile_size 512 and diffusers'
@@ -104,8 +104,8 @@ pub fn encode_bytes(w: &DiffusionWorkload) -> f64 {
 mod tests {
     use super::*;
     use crate::memory::diffusion::{Bus, DiffusionWorkload};
-    use crate::memory::dtype::WeightFormat;
-    use crate::memory::workload::GpuTarget;
+    use crate::types::dtype::WeightFormat;
+    use crate::types::workload::GpuTarget;
 
     pub(crate) fn gpu(gib: f64) -> GpuTarget {
         GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1)

@@ -1,7 +1,7 @@
 //! The game presets (`presets/games.toml`): review-measured VRAM use with its settings.
 
 use super::{Resolution, TextureQuality};
-use crate::catalog::nearest;
+use crate::suggest::nearest;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 

@@ -6,8 +6,8 @@
 pub mod catalog;
 
 use super::breakdown::{Breakdown, Layer};
-use super::options::choice;
-use super::workload::{GpuTarget, WorkloadFile};
+use crate::types::options::choice;
+use crate::types::workload::{GpuTarget, WorkloadFile};
 use crate::units::{GIB, gib_to_bytes};
 pub use catalog::{Game, GameCatalog, Measured};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

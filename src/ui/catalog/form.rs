@@ -3,7 +3,7 @@
 //! domain's checks (`catalog::user`) is shown under its field and nothing is saved.
 
 use crate::catalog::user::{Invalid, UserGpu, UserModel};
-use crate::memory::arch::Mlp;
+use crate::types::arch::Mlp;
 use crate::ui::i18n::{tr, trf};
 use egui::Ui;
 

@@ -8,7 +8,7 @@ mod form;
 mod shelves;
 
 use crate::catalog::user::{UserGpu, UserModel, UserPresets, UserStore};
-use crate::memory::workload::{GpuSection, ModelSection};
+use crate::types::workload::{GpuSection, ModelSection};
 use crate::ui::i18n::{tr, trf};
 use egui::Ui;
 use form::{Entry, Form, FormEvent, FormKind};

@@ -6,9 +6,9 @@ use crate::memory::diffusion::parts::weight_names;
 use crate::memory::diffusion::{
     CpuOffload, DiffusionCatalog, DiffusionModel, DiffusionWorkload, ModelKind, VramMode,
 };
-use crate::memory::workload::ModelSection;
 use crate::memory::{Attention, Engine, WorkloadFile};
 use crate::plan::diffusion::DiffusionPlan;
+use crate::types::workload::ModelSection;
 use crate::ui::i18n::{tr, trf};
 use crate::ui::widgets::{
     count_slider, flag, gib_slider, other_programs, pick, pick_name, search_pick, stepped_slider,

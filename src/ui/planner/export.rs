@@ -1,10 +1,11 @@
 //! The export section under the plan: the formats that apply to the planned workload (any
 //! kind), a preview, copy and save, and a one-click "Save report…" for the Markdown report.
 
+use crate::atomic_write::write_atomic;
 use crate::export::{self, ExportKind};
 use crate::memory::any::AnyWorkload;
 use crate::plan::PlanResult;
-use crate::ui::files::{Dialogs, write_atomic};
+use crate::ui::files::Dialogs;
 use crate::ui::i18n::{tr, trf};
 use crate::ui::widgets::{Status, status_ui};
 use egui::{ComboBox, RichText, Ui};

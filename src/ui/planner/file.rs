@@ -2,9 +2,9 @@
 //! file's `[run] task` decides the kind the tab shows.
 
 use super::{Family, PlannerView};
-use crate::memory::workload::ModelSection;
+use crate::atomic_write::write_atomic;
 use crate::memory::{Task, WorkloadFile};
-use crate::ui::files::write_atomic;
+use crate::types::workload::ModelSection;
 use crate::ui::i18n::{tr, trf};
 use crate::ui::widgets::status_ui;
 use egui::Ui;

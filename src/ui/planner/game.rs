@@ -4,8 +4,8 @@
 
 use crate::memory::WorkloadFile;
 use crate::memory::game::{GameCatalog, GameRun, TextureQuality, Upscaler};
-use crate::memory::workload::ModelSection;
 use crate::plan::game::{GameAdvice, Verdict};
+use crate::types::workload::ModelSection;
 use crate::ui::i18n::{tr, trf};
 use crate::ui::widgets::{flag, other_programs, pick, pick_name, search_pick};
 use crate::units::human;

@@ -4,7 +4,7 @@
 use super::PlannerView;
 use crate::catalog::Catalog;
 use crate::memory::Task;
-use crate::memory::workload::{FieldsKind, ModelSection, RunSection, fields_kind};
+use crate::types::workload::{FieldsKind, ModelSection, RunSection, fields_kind};
 use crate::ui::catalog::Pick;
 use crate::ui::i18n::tr;
 use egui::Ui;

@@ -2,14 +2,14 @@
 //! with the largest batch and longest sequence that fit.
 
 use crate::catalog::Catalog;
-use crate::memory::arch::ModelArch;
-use crate::memory::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
-use crate::memory::workload::{ModelSection, RunSection};
 use crate::memory::{
     Attention, Checkpointing, Engine, LoraTargets, Loss, Method, Offload, Optimizer, Precision,
     Run, Task, WorkloadFile,
 };
 use crate::plan::Plan;
+use crate::types::arch::ModelArch;
+use crate::types::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
+use crate::types::workload::{ModelSection, RunSection};
 use crate::ui::i18n::{tr, tr_template, trf};
 use crate::ui::widgets::{count_slider, other_programs, pick, pick_name, search_pick};
 use crate::units::human;

@@ -171,6 +171,28 @@ choice!(
     }
 );
 
+choice!(
+    /// ComfyUI's VRAM state (`--normalvram` default, `--lowvram`, `--novram`, `--highvram`,
+    /// `--gpu-only`; comfy/cli_args.py, comfy/model_management.py `VRAMState`).
+    VramMode, "run.vram_mode" {
+        Normal = "normal" | "normalvram" | "normal_vram",
+        Low = "lowvram" | "low" | "low_vram",
+        No = "novram" | "no" | "no_vram",
+        High = "highvram" | "high" | "high_vram",
+        GpuOnly = "gpu-only" | "gpu_only" | "gpuonly",
+    }
+);
+
+choice!(
+    /// diffusers offloading: `enable_model_cpu_offload` moves whole models to the GPU when
+    /// they run; `enable_sequential_cpu_offload` streams every submodule's weights each call.
+    CpuOffload, "run.cpu_offload" {
+        None = "none" | "off" | "false",
+        Model = "model" | "enable_model_cpu_offload",
+        Sequential = "sequential" | "enable_sequential_cpu_offload",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,10 @@
 //! A workload file with `task = "diffusion"` → a checked `DiffusionWorkload`.
 
-use super::parts::quantized_bytes_per_param;
-use super::{Bus, DiffusionWorkload, ModelKind, pcie_gbs};
-use crate::catalog::Catalog;
-use crate::memory::dtype::WeightFormat;
-use crate::memory::options::Engine;
-use crate::memory::workload::{GpuTarget, WorkloadFile};
+use crate::memory::diffusion::parts::quantized_bytes_per_param;
+use crate::memory::diffusion::{Bus, DiffusionWorkload, ModelKind};
+use crate::types::dtype::WeightFormat;
+use crate::types::options::Engine;
+use crate::types::workload::{GpuTarget, WorkloadFile};
 use crate::units::gib_to_bytes;
 
 fn count(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
@@ -30,19 +29,22 @@ fn format_for_diffusion(field: &str, s: &str) -> Result<WeightFormat, String> {
     Ok(f)
 }
 
-/// The memory and bus bandwidth of the GPU preset, for speed estimates.
-pub fn bus_for(preset: Option<&str>) -> Bus {
-    match preset.and_then(|p| Catalog::get().gpu(p).ok()) {
-        Some(g) if g.pcie_lanes > 0 => Bus {
-            bandwidth_gbs: g.bandwidth_gbs,
-            pcie_gbs: pcie_gbs(g.pcie_gen, g.pcie_lanes),
+/// The memory and bus bandwidth the diffusion speed model reads, from the resolved card (which
+/// carries its preset's figures). Unified-memory and SXM parts have no PCIe hop for offloaded
+/// weights (`pcie_gbs` 0): memory speed is used. A card known only by its capacity has no
+/// figures, and the bus assumed is `Bus::default()`.
+pub fn bus_for(gpu: &GpuTarget) -> Bus {
+    let s = gpu.speed;
+    if s.bandwidth_gbs <= 0.0 {
+        return Bus::default();
+    }
+    Bus {
+        bandwidth_gbs: s.bandwidth_gbs,
+        pcie_gbs: if s.pcie_gbs > 0.0 {
+            s.pcie_gbs
+        } else {
+            s.bandwidth_gbs
         },
-        // Unified-memory and SXM parts have no PCIe hop for offloaded weights: use memory speed.
-        Some(g) => Bus {
-            bandwidth_gbs: g.bandwidth_gbs,
-            pcie_gbs: g.bandwidth_gbs,
-        },
-        None => Bus::default(),
     }
 }
 
@@ -53,7 +55,7 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
         .preset
         .as_deref()
         .ok_or("model.preset is missing: name a diffusion model (see `vram-doctor presets list diffusion`)")?;
-    let mut w = DiffusionWorkload::for_preset(gpu, bus_for(file.gpu.preset.as_deref()), preset)?;
+    let mut w = DiffusionWorkload::for_preset(gpu.clone(), bus_for(&gpu), preset)?;
     let r = &file.run;
     w.run.engine = match r.engine {
         None => Engine::ComfyUi,

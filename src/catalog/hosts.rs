@@ -2,7 +2,7 @@
 //! fast it reads (what layers and experts left in system RAM cost per token). Presets in
 //! `presets/hosts.toml`; this machine's RAM from `/proc/meminfo`.
 
-use super::workload::{GpuSection, Host};
+use crate::types::workload::{GpuSection, Host};
 use serde::Deserialize;
 use std::sync::OnceLock;
 
@@ -53,6 +53,16 @@ pub fn default_preset() -> &'static HostPreset {
     preset(DEFAULT_PRESET).expect("the default host preset exists")
 }
 
+/// The host assumed when the workload names none: the default preset, RAM size unknown.
+pub fn assumed() -> Host {
+    let p = default_preset();
+    Host {
+        ram_bytes: None,
+        ram_gbps: p.gbps,
+        source: format!("{} (assumed; set gpu.host or gpu.host_ram_gbps)", p.name),
+    }
+}
+
 /// The host of `[gpu]`: `host` (a preset), then `host_ram_gbps` and `host_ram_gib` override.
 pub fn resolve(g: &GpuSection) -> Result<Host, String> {
     let mut h = match &g.host {
@@ -64,7 +74,7 @@ pub fn resolve(g: &GpuSection) -> Result<Host, String> {
                 source: p.name.clone(),
             }
         }
-        None => Host::default(),
+        None => assumed(),
     };
     if let Some(bw) = g.host_ram_gbps {
         if !(bw.is_finite() && bw > 0.0 && bw <= 100_000.0) {

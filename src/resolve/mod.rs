@@ -1,0 +1,532 @@
+//! The resolution step: a workload file (with the command line's flags already written into
+//! it) plus the built-in and user presets -> plain, checked data (`types::Workload`,
+//! `DiffusionWorkload`, `GameWorkload`). It sits above `catalog`, `import` and `memory`:
+//! presets are looked up and model files read here, once, and the estimators below take the
+//! result as plain data.
+
+pub mod diffusion;
+
+use crate::catalog::Catalog;
+use crate::memory::any::AnyWorkload;
+use crate::memory::diffusion::DiffusionCatalog;
+use crate::memory::game::{self, GameCatalog};
+use crate::types::arch::ModelArch;
+use crate::types::dtype::{KvDtype, WeightFormat};
+use crate::types::gpu::{Gpu, Vendor};
+use crate::types::options::*;
+use crate::types::workload::{
+    GpuSection, GpuSpeed, GpuTarget, LoadedModel, ModelLoader, ModelSection, Run, RunSection,
+    Workload, WorkloadFile,
+};
+use std::path::Path;
+
+/// Resolves a workload file by its `run.task`: LLM tasks through `WorkloadFile::resolve`,
+/// diffusion and game through their catalogs.
+pub fn resolve_any(
+    file: &WorkloadFile,
+    base: &Path,
+    loader: Option<ModelLoader>,
+) -> Result<AnyWorkload, String> {
+    // Diffusion and game plans are built from their catalogs' presets; a model file given with
+    // them would be silently ignored, so it is refused instead.
+    if let Some(task @ (Task::Diffusion | Task::Game)) = file.run.task {
+        let given = [
+            ("model.file", &file.model.file),
+            ("model.hf_config", &file.model.hf_config),
+        ];
+        if let Some((field, Some(path))) = given.into_iter().find(|(_, p)| p.is_some()) {
+            return Err(format!(
+                "{field} (--model-file) = {}: a {task} plan does not read model files; name a preset with model.preset (--model; see `vram-doctor presets list`), and `vram-doctor inspect` shows what the files hold",
+                path.display()
+            ));
+        }
+    }
+    match file.run.task {
+        Some(Task::Diffusion) => Ok(AnyWorkload::Diffusion(diffusion::resolve(
+            file,
+            file.gpu.resolve()?,
+        )?)),
+        Some(Task::Game) => Ok(AnyWorkload::Game(game::resolve(file, file.gpu.resolve()?)?)),
+        _ => file
+            .resolve(base, loader)
+            .map(AnyWorkload::Llm)
+            .map_err(|e| with_task_hint(e, file)),
+    }
+}
+
+/// An LLM error about a model preset that is a diffusion model or a game says which task to set.
+fn with_task_hint(e: String, file: &WorkloadFile) -> String {
+    let Some(p) = file.model.preset.as_deref() else {
+        return e;
+    };
+    if DiffusionCatalog::get().model(p).is_ok() {
+        format!("{e} ('{p}' is a diffusion model: set run.task = \"diffusion\" / --task diffusion)")
+    } else if GameCatalog::get().game(p).is_ok() {
+        format!("{e} ('{p}' is a game: set run.task = \"game\" / --task game)")
+    } else {
+        e
+    }
+}
+
+impl GpuTarget {
+    /// A card known only by its capacity (`gpu.vram_gib` without a preset): assumed a current
+    /// NVIDIA card with bf16 and without fp8.
+    pub fn with_capacity(vram_bytes: u64, count: u32) -> Self {
+        GpuTarget {
+            name: format!("{:.0} GiB GPU", crate::units::gib(vram_bytes)),
+            vram_bytes,
+            count,
+            vendor: Vendor::Nvidia,
+            bf16: true,
+            fp8: false,
+            speed: GpuSpeed::default(),
+            host: crate::catalog::hosts::assumed(),
+        }
+    }
+
+    pub fn from_preset(g: &Gpu, count: u32) -> Self {
+        GpuTarget {
+            name: g.name.clone(),
+            vram_bytes: g.vram_bytes(),
+            count,
+            vendor: g.vendor,
+            bf16: g.bf16,
+            fp8: g.fp8,
+            speed: GpuSpeed {
+                bandwidth_gbs: g.bandwidth_gbs,
+                pcie_gbs: crate::types::gpu::pcie_gbs(g.pcie_gen, g.pcie_lanes),
+                fp16_tflops: g.fp16_tflops,
+            },
+            host: crate::catalog::hosts::assumed(),
+        }
+    }
+}
+
+fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
+    match v {
+        None => Ok(default),
+        Some(x) if x >= min && x <= max => Ok(x as u32),
+        Some(x) => Err(format!(
+            "{field} = {x} is out of range; allowed {min}..={max}"
+        )),
+    }
+}
+
+impl WorkloadFile {
+    /// Resolves presets and defaults into a checked workload. `base` is the directory relative
+    /// paths in the file are taken from; `loader` imports model files.
+    pub fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<Workload, String> {
+        let gpu = self.gpu.resolve()?;
+        let loaded = self.model.resolve(base, loader)?;
+        let declared = loaded.format.or(loaded.weights.map(|f| f.format));
+        let run = self.run.resolve_with(&loaded.arch, declared)?;
+        let mut model_notes = loaded.notes;
+        if let Some(f) = declared {
+            model_notes.push(if self.run.weights.is_some() && f != run.weights {
+                format!(
+                    "weights planned as {} (run.weights); the model's files hold {f}",
+                    run.weights
+                )
+            } else if self.run.weights.is_none() && run.weights == f {
+                format!("weights planned as {f}, the format the model's files hold")
+            } else {
+                format!(
+                    "weights planned as {}; the model's files hold {f}",
+                    run.weights
+                )
+            });
+        }
+        Ok(Workload {
+            gpu,
+            model_name: loaded.name,
+            model: loaded.arch,
+            run,
+            file_weights: loaded.weights,
+            model_notes,
+        })
+    }
+}
+
+impl GpuSection {
+    /// The card(s) of `[gpu]`: a preset (optionally with its capacity overridden) or a bare
+    /// capacity. Shared by every task.
+    pub fn resolve(&self) -> Result<GpuTarget, String> {
+        let cat = Catalog::get();
+        let count = int_in("gpu.count", self.count.map(i64::from), 1, 1, 1024)?;
+        let gpu =
+            match (&self.preset, self.vram_gib) {
+                (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
+                (Some(p), Some(v)) => {
+                    let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
+                    g.vram_bytes = check_vram(v)?;
+                    g
+                }
+                (None, Some(v)) => GpuTarget::with_capacity(check_vram(v)?, count),
+                (None, None) => return Err(
+                    "gpu: give gpu.preset (see `vram-doctor presets list gpus`) or gpu.vram_gib"
+                        .into(),
+                ),
+            };
+        let mut gpu = gpu;
+        gpu.host = crate::catalog::hosts::resolve(self)?;
+        Ok(gpu)
+    }
+}
+
+fn check_vram(v: f64) -> Result<u64, String> {
+    if v.is_finite() && v > 0.0 && v <= 4096.0 {
+        Ok(crate::units::gib_to_bytes(v))
+    } else {
+        Err(format!(
+            "gpu.vram_gib = {v} is out of range; allowed more than 0 and at most 4096"
+        ))
+    }
+}
+
+impl ModelSection {
+    fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<LoadedModel, String> {
+        let sources = [
+            self.preset.is_some(),
+            self.hf_config.is_some(),
+            self.file.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() > 1 {
+            return Err("model: give only one of model.preset, model.hf_config, model.file".into());
+        }
+        let mut file_weights = None;
+        let (mut format, mut notes) = (None, Vec::new());
+        let (name, mut arch) = if let Some(p) = &self.preset {
+            let m = Catalog::get().model(p)?;
+            (m.name.clone(), m.arch.clone())
+        } else if let Some(path) = self.hf_config.as_ref().or(self.file.as_ref()) {
+            let load =
+                loader.ok_or("model: importing model files is not available in this build")?;
+            let m = load(&base.join(path))?;
+            file_weights = m.weights;
+            format = m.format;
+            notes = m.notes;
+            (m.name, m.arch)
+        } else {
+            let need = |f: &str, v: Option<u32>| {
+                v.ok_or_else(|| {
+                    format!(
+                        "model.{f} is missing: give model.preset, a file, or the whole architecture"
+                    )
+                })
+            };
+            let heads = need("heads", self.heads)?;
+            let hidden = need("hidden", self.hidden)?;
+            let arch = ModelArch {
+                params: self.params.ok_or(
+                    "model.params is missing: give model.preset, a file, or the whole architecture",
+                )?,
+                layers: need("layers", self.layers)?,
+                hidden,
+                heads,
+                kv_heads: self.kv_heads.unwrap_or(heads),
+                head_dim: self
+                    .head_dim
+                    .unwrap_or(hidden.checked_div(heads).unwrap_or(0)),
+                intermediate: self.intermediate.unwrap_or(hidden.saturating_mul(4)),
+                vocab: need("vocab", self.vocab)?,
+                mlp: Default::default(),
+                tied_embeddings: false,
+                max_context: None,
+                sliding_window: None,
+                global_every: None,
+                moe: None,
+                mla: None,
+                transformers_kv_heads: None,
+                cache: None,
+            };
+            ("custom model".to_string(), arch)
+        };
+        // Explicit fields override a preset or file.
+        macro_rules! over { ($($f:ident),*) => { $(if let Some(v) = self.$f { arch.$f = v; })* } }
+        over!(
+            params,
+            layers,
+            hidden,
+            heads,
+            kv_heads,
+            head_dim,
+            intermediate,
+            vocab,
+            tied_embeddings
+        );
+        if self.max_context.is_some() {
+            arch.max_context = self.max_context;
+        }
+        if let Some(m) = self.mlp {
+            arch.mlp = m;
+        }
+        if self.sliding_window.is_some() {
+            arch.sliding_window = self.sliding_window;
+        }
+        arch.validate()?;
+        if self.params.is_some() {
+            // The byte count no longer describes the model the user asked for.
+            file_weights = None;
+            format = None;
+        }
+        Ok(LoadedModel {
+            name,
+            arch,
+            weights: file_weights,
+            format,
+            notes,
+        })
+    }
+}
+
+impl RunSection {
+    pub fn resolve(&self, model: &ModelArch) -> Result<Run, String> {
+        self.resolve_with(model, None)
+    }
+
+    /// `file_format` is the format the model's files hold, the default for `run.weights`.
+    pub fn resolve_with(
+        &self,
+        model: &ModelArch,
+        file_format: Option<WeightFormat>,
+    ) -> Result<Run, String> {
+        let d = Run::default();
+        let task = self.task.unwrap_or(d.task);
+        let method = self.method.unwrap_or(d.method);
+        let weights = match &self.weights {
+            Some(w) => w.parse::<WeightFormat>().map_err(|_| {
+                format!(
+                    "run.weights = '{w}' is not allowed; use one of: {}",
+                    crate::types::dtype::WEIGHT_NAMES.join(", ")
+                )
+            })?,
+            None if method == Method::Qlora => WeightFormat::Nf4,
+            None => file_format.unwrap_or(d.weights),
+        };
+        let kv_cache = match &self.kv_cache {
+            Some(k) => k.parse::<KvDtype>().map_err(|_| {
+                format!(
+                    "run.kv_cache = '{k}' is not allowed; use one of: {}",
+                    crate::types::dtype::KV_NAMES.join(", ")
+                )
+            })?,
+            None => d.kv_cache,
+        };
+        let engine = self.engine.unwrap_or(if weights.is_gguf() {
+            Engine::LlamaCpp
+        } else {
+            d.engine
+        });
+        let default_seq = if task == Task::Training { 2048 } else { d.seq };
+        let seq = int_in("run.seq", self.seq, default_seq, 1, 10_000_000)?;
+        if let Some(max) = model.max_context
+            && seq > max
+        {
+            return Err(format!(
+                "run.seq = {seq} is longer than the model supports (max_context {max}); lower run.seq"
+            ));
+        }
+        let util = self
+            .gpu_memory_utilization
+            .unwrap_or(d.gpu_memory_utilization);
+        if !(util > 0.0 && util <= 1.0) {
+            return Err(format!(
+                "run.gpu_memory_utilization = {util} is out of range; allowed more than 0 and at most 1"
+            ));
+        }
+        let other = self.other_processes_gib.unwrap_or(0.0);
+        if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
+            return Err(format!(
+                "run.other_processes_gib = {other} is out of range; allowed 0..=4096"
+            ));
+        }
+        if method == Method::Qlora
+            && !matches!(
+                weights,
+                WeightFormat::Nf4
+                    | WeightFormat::Fp4
+                    | WeightFormat::Gptq4
+                    | WeightFormat::Gptq8
+                    | WeightFormat::Awq4
+                    | WeightFormat::Int8
+            )
+        {
+            return Err(format!(
+                "run.method = 'qlora' needs a quantized base (run.weights nf4, int8, gptq-4bit …), not '{weights}'"
+            ));
+        }
+        if task != Task::Training
+            && let Some(allowed) = crate::types::dtype::kv_types_of(engine)
+            && !allowed.contains(&kv_cache)
+        {
+            let names: Vec<&str> = crate::types::dtype::KV_NAMES
+                .iter()
+                .copied()
+                .filter(|n| n.parse::<KvDtype>().is_ok_and(|k| allowed.contains(&k)))
+                .collect();
+            return Err(format!(
+                "run.kv_cache = '{}' is not a KV cache type {engine} has (its exported command could not hold what the plan counts); use one of: {}",
+                self.kv_cache.as_deref().unwrap_or("fp16"),
+                names.join(", ")
+            ));
+        }
+        if task == Task::Training && method == Method::Full && weights.is_quantized() {
+            return Err(format!(
+                "run.weights = '{weights}' cannot be fully fine-tuned; use run.method = 'qlora' or 16-bit weights"
+            ));
+        }
+        Ok(Run {
+            task,
+            objective: self.objective.unwrap_or(d.objective),
+            loss: self.loss.unwrap_or(d.loss),
+            weights,
+            batch: int_in("run.batch", self.batch, d.batch, 1, 1_000_000)?,
+            seq,
+            prompt: int_in("run.prompt", self.prompt, seq, 1, i64::from(seq))?,
+            engine,
+            kv_cache,
+            attention: self.attention.unwrap_or(d.attention),
+            method,
+            precision: self.precision.unwrap_or(d.precision),
+            optimizer: self.optimizer.unwrap_or(d.optimizer),
+            checkpointing: self.checkpointing.unwrap_or(d.checkpointing),
+            lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
+            lora_targets: self.lora_targets.unwrap_or(d.lora_targets),
+            grad_accum: int_in(
+                "run.grad_accum",
+                self.grad_accum,
+                d.grad_accum,
+                1,
+                1_000_000,
+            )?,
+            zero_stage: int_in("run.zero_stage", self.zero_stage, d.zero_stage, 0, 3)?,
+            offload: self.offload.unwrap_or(d.offload),
+            gpu_memory_utilization: util,
+            ubatch: int_in("run.ubatch", self.ubatch, d.ubatch, 1, 1_000_000)?,
+            other_processes_bytes: crate::units::gib_to_bytes(other),
+            gpu_layers: match self.gpu_layers {
+                None => None,
+                // llama.cpp reads any -ngl above the layer count (999, -1) as "all".
+                Some(n) if n < 0 || n > i64::from(model.layers) => Some(model.layers + 1),
+                Some(n) => Some(n as u32),
+            },
+            cpu_moe_layers: int_in("run.cpu_moe_layers", self.cpu_moe_layers, 0, 0, 1_000_000)?
+                .min(model.layers),
+            kv_offload: self.kv_offload.unwrap_or(true),
+            fit_target_bytes: match self.fit_target_mib {
+                None => d.fit_target_bytes,
+                Some(m) if m.is_finite() && (0.0..=1_048_576.0).contains(&m) => {
+                    (m * crate::units::MIB) as u64
+                }
+                Some(m) => {
+                    return Err(format!(
+                        "run.fit_target_mib = {m} is out of range; allowed 0..=1048576"
+                    ));
+                }
+            },
+            objective_speed: self.objective_speed.unwrap_or(d.objective_speed),
+            min_tokens_per_s: match self.min_tokens_per_s {
+                None => d.min_tokens_per_s,
+                Some(t) if t.is_finite() && (0.0..=1e6).contains(&t) => t,
+                Some(t) => {
+                    return Err(format!(
+                        "run.min_tokens_per_s = {t} is out of range; allowed 0..=1000000"
+                    ));
+                }
+            },
+        })
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Result<crate::memory::Breakdown, String> {
+        let f = WorkloadFile::parse(text, "w.toml")?;
+        Ok(crate::memory::any::estimate_any(&resolve_any(
+            &f,
+            Path::new("."),
+            None,
+        )?))
+    }
+
+    #[test]
+    fn dispatches_on_the_task() {
+        let d = run("[gpu]\nvram_gib = 12\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\nwidth = 1024\nheight = 1024\n").unwrap();
+        assert!(d.get("text_encoders") > 0 || d.get("vae_decode") > 0);
+        let g = run("[gpu]\nvram_gib = 8\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"2560x1440\"\ntexture_quality = \"ultra\"\n").unwrap();
+        assert!(g.get("textures") > 0 && g.get("render_targets") > 0);
+        let l = run("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n").unwrap();
+        assert!(l.get("kv_cache") > 0);
+    }
+
+    #[test]
+    fn errors_stay_one_line() {
+        for t in [
+            "[gpu]\nvram_gib = 12\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"game\"\n",
+            "[gpu]\nvram_gib = 12\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"diffusion\"\n",
+            "[gpu]\nvram_gib = 12\n[run]\ntask = \"game\"\nresolution = \"big\"\n",
+            "[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\n",
+            "[gpu]\nvram_gib = 12\n[model]\npreset = \"sdxl\"\n",
+        ] {
+            let e = run(t).unwrap_err();
+            assert!(!e.contains('\n') && !e.is_empty(), "{e}");
+        }
+        let e = run("[gpu]\nvram_gib = 12\n[model]\npreset = \"flux-dev\"\n").unwrap_err();
+        assert!(e.contains("task = \"diffusion\""), "{e}");
+        let e = run("[gpu]\nvram_gib = 12\n[model]\npreset = \"doom-eternal\"\n").unwrap_err();
+        assert!(e.contains("--task game"), "{e}");
+    }
+
+    fn resolve(text: &str) -> Result<Workload, String> {
+        WorkloadFile::parse(text, "w.toml")?.resolve(Path::new("."), None)
+    }
+
+    #[test]
+    fn contract_example_resolves() {
+        let w = resolve(
+            "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"inference\"\nweights = \"q4_k_m\"\nbatch = 2\nseq = 8192\n",
+        )
+        .unwrap();
+        assert_eq!(w.gpu.vram_bytes, 24 << 30);
+        assert_eq!(
+            w.run.engine,
+            Engine::LlamaCpp,
+            "GGUF weights imply llama.cpp"
+        );
+        assert_eq!(w.run.batch, 2);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e =
+            resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbatch = 0\n")
+                .unwrap_err();
+        assert!(e.contains("run.batch"), "{e}");
+        let e =
+            resolve("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbach = 2\n")
+                .unwrap_err();
+        assert!(e.contains("bach") && e.contains("line 6"), "{e}");
+        let e = resolve(
+            "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 200000\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("max_context"), "{e}");
+        let e = resolve(
+            "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nengine = \"tgi\"\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("run.engine") && e.contains("vllm"), "{e}");
+        let e = resolve("[gpu]\nvram_gib = -3\n[model]\npreset = \"llama-3.1-8b\"\n").unwrap_err();
+        assert!(e.contains("gpu.vram_gib"), "{e}");
+        let e = resolve("[gpu\n").unwrap_err();
+        assert!(e.starts_with("w.toml: line 1"), "{e}");
+    }
+
+    #[test]
+    fn explicit_architecture_without_preset() {
+        let w = resolve("[gpu]\nvram_gib = 8\n[model]\nparams = 1.1e9\nlayers = 22\nhidden = 2048\nheads = 32\nkv_heads = 4\nvocab = 32000\nintermediate = 5632\n").unwrap();
+        assert_eq!(w.model.head_dim, 64);
+        assert_eq!(w.model.kv_heads, 4);
+    }
+}

@@ -1,0 +1,247 @@
+//! The layers of DESIGN.md, enforced: every `crate::…` path (and every `super::…` path that
+//! climbs out of its top-level module) in `src/` is checked against the table below, and a
+//! domain module naming egui, eframe, egui_plot, rfd or clap fails the test.
+//!
+//! Allowed dependencies (a module may name only itself and the modules in its row):
+//!
+//! ```text
+//! leaf helpers  units printable png toml_file suggest tabs input_file atomic_write
+//! types         leaf helpers                    (the shared domain types; imports nothing above)
+//! catalog       types, leaf helpers             (presets)
+//! memory        types, leaf helpers             (estimation; never looks a preset up in catalog)
+//! import        memory, types, leaf helpers     (model files; memory's weight formulas)
+//! resolve       catalog, import, memory, types  (file + presets -> checked workload)
+//! speed         memory, types
+//! plan          resolve, speed, memory, catalog, types
+//! export        plan, resolve, speed, memory, catalog, types
+//! accuracy      plan, resolve, import, speed, memory, catalog, types
+//! doctor        leaf helpers
+//! telemetry     leaf helpers
+//! watch         doctor, telemetry, leaf helpers
+//! cli           every domain module, never ui
+//! ui            every domain module, never cli
+//! ```
+//!
+//! Test code (`#[cfg(test)]` to the end of a file) may build fixtures through a higher layer,
+//! as a dev-dependency may in a workspace; everything before it is checked.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+const LEAF: &[&str] = &[
+    "units",
+    "printable",
+    "png",
+    "toml_file",
+    "suggest",
+    "tabs",
+    "input_file",
+    "atomic_write",
+];
+const DOMAIN: &[&str] = &[
+    "types",
+    "catalog",
+    "memory",
+    "import",
+    "resolve",
+    "speed",
+    "plan",
+    "export",
+    "accuracy",
+    "doctor",
+    "telemetry",
+    "watch",
+];
+
+/// What `module` may import besides itself.
+fn allowed(module: &str) -> Option<Vec<&'static str>> {
+    let above_leaf: &[&str] = match module {
+        m if LEAF.contains(&m) => {
+            return Some(match m {
+                "input_file" => vec!["units"],
+                "atomic_write" => vec!["input_file", "units"],
+                "suggest" => vec!["printable"],
+                _ => vec![],
+            });
+        }
+        "types" => &[],
+        "catalog" | "memory" => &["types"],
+        "import" => &["memory", "types"],
+        "resolve" => &["catalog", "import", "memory", "types"],
+        "speed" => &["memory", "types"],
+        "plan" => &["resolve", "speed", "memory", "catalog", "types"],
+        "export" => &["plan", "resolve", "speed", "memory", "catalog", "types"],
+        "accuracy" => &[
+            "plan", "resolve", "import", "speed", "memory", "catalog", "types",
+        ],
+        "doctor" | "telemetry" => &[],
+        "watch" => &["doctor", "telemetry"],
+        "cli" => DOMAIN,
+        "ui" => DOMAIN,
+        _ => return None,
+    };
+    Some(LEAF.iter().chain(above_leaf).copied().collect())
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("src/ is readable") {
+        let p = e.expect("a directory entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The file's code before its tests, without comments (a doc comment may name any module).
+fn code_of(text: &str) -> String {
+    let end = text.find("#[cfg(test)]").unwrap_or(text.len());
+    text[..end]
+        .lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The top-level modules a piece of code names through `crate::` (also `crate::{a, b::c}`),
+/// and through `super::` chains that climb above `depth` (the file's depth below its module).
+fn named_modules(code: &str, depth: usize) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut take = |rest: &str| {
+        if let Some(group) = rest.strip_prefix('{') {
+            // One level of grouping: each item's first segment.
+            let inner = &group[..group.find('}').unwrap_or(group.len())];
+            for item in inner.split(',') {
+                let id = ident(item.trim());
+                if !id.is_empty() && id != "self" {
+                    out.insert(id);
+                }
+            }
+        } else {
+            let id = ident(rest);
+            if !id.is_empty() {
+                out.insert(id);
+            }
+        }
+    };
+    for (i, _) in code.match_indices("crate::") {
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        take(code[i + "crate::".len()..].trim_start());
+    }
+    for (i, _) in code.match_indices("super::") {
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let mut rest = &code[i..];
+        let mut ups = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            ups += 1;
+            rest = r;
+        }
+        // An inline `mod` adds a level the file path does not show, so a climbing path only
+        // counts when it lands on a top-level module.
+        let id: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if ups > depth && allowed(&id).is_some() {
+            take(rest);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_import_respects_the_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let parts: Vec<String> = rel
+            .iter()
+            .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+            .collect();
+        let module = parts[0].as_str();
+        if ["lib", "main"].contains(&module) {
+            continue; // the crate root and the binary sit above every layer
+        }
+        // How far `super::` may climb and stay inside the module: `a/b/c.rs` is a::b::c (two
+        // levels), `a/b/mod.rs` is a::b (one), `a.rs` and `a/mod.rs` are the module itself.
+        let depth = parts.len() - 1 - usize::from(parts.last().is_some_and(|p| p == "mod"));
+        let allow = allowed(module).unwrap_or_else(|| {
+            panic!(
+                "src/{}: module '{module}' has no row in the layer table of tests/layering.rs",
+                rel.display()
+            )
+        });
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = code_of(&text);
+        for m in named_modules(&code, depth) {
+            if m != module && !allow.contains(&m.as_str()) {
+                bad.push(format!(
+                    "src/{}: {module} imports crate::{m}",
+                    rel.display()
+                ));
+            }
+        }
+        if module != "ui" && module != "cli" {
+            for gui in ["egui", "eframe", "egui_plot", "rfd", "clap"] {
+                let named = code.match_indices(&format!("{gui}::")).any(|(i, _)| {
+                    !code[..i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                });
+                if named {
+                    bad.push(format!("src/{}: domain module names {gui}", rel.display()));
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(
+        checked > 100,
+        "only {checked} source files found under src/"
+    );
+    assert!(
+        bad.is_empty(),
+        "imports across a layer:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_parser_sees_every_form_of_path() {
+    let code = "use crate::memory::Workload;\nuse crate::{catalog::Catalog, units};\nlet x = crate::ui::Tab::ALL;\nuse super::super::plan::Plan;\n";
+    let m = named_modules(code, 1);
+    for want in ["memory", "catalog", "units", "ui", "plan"] {
+        assert!(m.contains(want), "{want} not seen in {m:?}");
+    }
+    // `super::` inside the module stays inside it.
+    assert!(named_modules("use super::x::Y;", 1).is_empty());
+    // Comments and tests are not code.
+    assert!(
+        code_of("// crate::ui\nfn a() {}\n#[cfg(test)]\nuse crate::ui;")
+            .find("ui")
+            .is_none()
+    );
+    assert!(!allowed("cli").unwrap().contains(&"ui"));
+    assert!(!allowed("memory").unwrap().contains(&"catalog"));
+}
