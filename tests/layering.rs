@@ -15,8 +15,8 @@
 //! plan          resolve, speed, memory, catalog, types
 //! export        plan, resolve, speed, memory, catalog, types
 //! accuracy      plan, resolve, import, speed, memory, catalog, types
-//! doctor        leaf helpers
 //! telemetry     leaf helpers
+//! doctor        telemetry, leaf helpers         (reads the monitor's latest reading)
 //! watch         doctor, telemetry, leaf helpers
 //! cli           every domain module, never ui
 //! ui            every domain module, never cli
@@ -74,7 +74,8 @@ fn allowed(module: &str) -> Option<Vec<&'static str>> {
         "accuracy" => &[
             "plan", "resolve", "import", "speed", "memory", "catalog", "types",
         ],
-        "doctor" | "telemetry" => &[],
+        "telemetry" => &[],
+        "doctor" => &["telemetry"],
         "watch" => &["doctor", "telemetry"],
         "cli" => DOMAIN,
         "ui" => DOMAIN,
