@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use vram_doctor::import::comfy;
 use vram_doctor::memory::diffusion::{Bus, VramMode};
-use vram_doctor::memory::workload::GpuTarget;
 use vram_doctor::plan::workflow::files::Answers;
 use vram_doctor::plan::workflow::{Launch, Pass, WorkflowPlan, plan};
+use vram_doctor::types::workload::GpuTarget;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -12,8 +12,8 @@
 //! import        memory, types, leaf helpers     (model files; memory's weight formulas)
 //! resolve       catalog, import, memory, types  (file + presets -> checked workload)
 //! speed         memory, types
-//! plan          resolve, speed, memory, catalog, types
-//! export        plan, resolve, speed, memory, catalog, types
+//! plan          resolve, import, speed, memory, catalog, types
+//! export        plan, resolve, import, speed, memory, catalog, types
 //! accuracy      plan, resolve, import, speed, memory, catalog, types
 //! telemetry     leaf helpers
 //! doctor        telemetry, leaf helpers         (reads the monitor's latest reading)
@@ -69,8 +69,10 @@ fn allowed(module: &str) -> Option<Vec<&'static str>> {
         "import" => &["memory", "types"],
         "resolve" => &["catalog", "import", "memory", "types"],
         "speed" => &["memory", "types"],
-        "plan" => &["resolve", "speed", "memory", "catalog", "types"],
-        "export" => &["plan", "resolve", "speed", "memory", "catalog", "types"],
+        "plan" => &["resolve", "import", "speed", "memory", "catalog", "types"],
+        "export" => &[
+            "plan", "resolve", "import", "speed", "memory", "catalog", "types",
+        ],
         "accuracy" => &[
             "plan", "resolve", "import", "speed", "memory", "catalog", "types",
         ],

@@ -3,10 +3,10 @@
 use super::plan::{PlanArgs, render, title};
 use crate::import::comfy;
 use crate::memory::any::AnyWorkload;
-use crate::memory::diffusion::resolve::bus_for;
 use crate::plan::workflow::files::Answers;
 use crate::plan::workflow::{Launch, WorkflowPlan};
 use crate::plan::{PlanResult, plan_any};
+use crate::resolve::diffusion::bus_for;
 use crate::units::human;
 use serde::Serialize;
 use std::path::Path;
@@ -60,7 +60,7 @@ pub fn run(a: &PlanArgs, path: &Path) -> Result<(), String> {
     let wf = comfy::read(path)?;
     let f = a.workload_file()?;
     let gpu = f.gpu.resolve()?;
-    let bus = bus_for(f.gpu.preset.as_deref());
+    let bus = bus_for(&gpu);
     let launch = Launch {
         vram_mode: a
             .vram_mode

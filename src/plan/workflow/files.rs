@@ -10,7 +10,7 @@
 //! and asks for it (`--comfy-file NAME=PRESET`).
 
 use crate::memory::diffusion::{DiffusionCatalog, PartKind};
-use crate::memory::dtype::WeightFormat;
+use crate::types::dtype::WeightFormat;
 
 /// What a loader input holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

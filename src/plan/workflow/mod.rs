@@ -19,9 +19,9 @@ use crate::memory::diffusion::residency::{Stage, place};
 use crate::memory::diffusion::{
     Bus, DiffusionCatalog, DiffusionWorkload, ModelKind, Part, VramMode,
 };
-use crate::memory::dtype::WeightFormat;
-use crate::memory::options::Engine;
-use crate::memory::workload::GpuTarget;
+use crate::types::dtype::WeightFormat;
+use crate::types::options::Engine;
+use crate::types::workload::GpuTarget;
 use files::{Answers, Want, format_in_name, identify};
 use serde::Serialize;
 
