@@ -5,7 +5,7 @@
 //! Allowed dependencies (a module may name only itself and the modules in its row):
 //!
 //! ```text
-//! leaf helpers  units printable png toml_file suggest tabs input_file atomic_write
+//! leaf helpers  units printable png toml_file suggest tabs file_error input_file atomic_write
 //! types         leaf helpers                    (the shared domain types; imports nothing above)
 //! catalog       types, leaf helpers             (presets)
 //! memory        types, leaf helpers             (estimation; never looks a preset up in catalog)
@@ -35,6 +35,7 @@ const LEAF: &[&str] = &[
     "toml_file",
     "suggest",
     "tabs",
+    "file_error",
     "input_file",
     "atomic_write",
 ];
@@ -58,8 +59,8 @@ fn allowed(module: &str) -> Option<Vec<&'static str>> {
     let above_leaf: &[&str] = match module {
         m if LEAF.contains(&m) => {
             return Some(match m {
-                "input_file" => vec!["units"],
-                "atomic_write" => vec!["input_file", "units"],
+                "input_file" => vec!["units", "file_error"],
+                "atomic_write" => vec!["input_file", "units", "file_error"],
                 "suggest" => vec!["printable"],
                 _ => vec![],
             });
