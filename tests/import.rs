@@ -56,6 +56,10 @@ fn config_counts_match_published_parameter_counts() {
         ("gpt-neox-20b.json", 20_554_567_680), // GPT-NeoX-20B paper/model card
         ("deepseek-v2-lite.json", 15_706_484_224), // MLA without q_lora, 2 shared experts
         ("deepseek-v3.json", 671_026_419_200), // main model, MTP layer excluded
+        // Encoders: BertForMaskedLM (tied decoder + its bias; Hub "110M"), and the bare
+        // BertModel with its pooler of sentence-transformers' all-MiniLM-L6-v2 (Hub "22.7M").
+        ("bert-base-uncased.json", 109_514_298),
+        ("all-minilm-l6-v2.json", 22_713_216),
     ];
     for (file, want) in published {
         let m = config(file);
@@ -88,6 +92,31 @@ fn vision_language_configs_note_the_image_tokens() {
             .iter()
             .all(|n| !n.contains("image"))
     );
+}
+
+/// An encoder caches nothing per token and is counted with the head its `architectures` names;
+/// a head this program does not count is refused by name.
+#[test]
+fn encoders_have_no_kv_cache_and_their_own_head() {
+    use vram_doctor::memory::kv_cache::kv_cache_bytes;
+    use vram_doctor::memory::{Engine, KvDtype};
+    let m = config("bert-base-uncased.json");
+    assert_eq!(
+        kv_cache_bytes(&m.arch, 4, 512, KvDtype::Fp16, Engine::Transformers, 1),
+        0.0
+    );
+    assert!(
+        m.notes.iter().any(|n| n.contains("an encoder")),
+        "{:?}",
+        m.notes
+    );
+    let text = std::fs::read_to_string(config_path("bert-base-uncased.json")).unwrap();
+    let e = imp::from_bytes::hf_config(
+        text.replace("BertForMaskedLM", "BertForSequenceClassification")
+            .as_bytes(),
+    )
+    .unwrap_err();
+    assert!(e.contains("\"BertForSequenceClassification\""), "{e}");
 }
 
 /// Llama 4's interleaved layout (configuration_llama4.py, modeling_llama4.py): experts with a

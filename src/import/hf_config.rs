@@ -112,6 +112,10 @@ struct Convention {
     chunked_attention: bool,
     #[serde(default)]
     defaults: BTreeMap<String, toml::Value>,
+    /// A bidirectional encoder (BERT, RoBERTa): no KV cache, token-type embeddings and an
+    /// embedding LayerNorm, and the head its `architectures` names.
+    #[serde(default)]
+    encoder: bool,
     /// Other model types with this same layout (the text model of a vision-language wrapper,
     /// `qwen2_5_vl_text` is Qwen2's).
     #[serde(default)]
@@ -320,7 +324,14 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         }
         _ => 0,
     };
-    let count = hf_count::count(&layout).saturating_add(vision_params);
+    let encoder_params = if conv.encoder {
+        encoder(&root, &cfg, &mut layout, &mut notes)?
+    } else {
+        0
+    };
+    let count = hf_count::count(&layout)
+        .saturating_add(vision_params)
+        .saturating_add(encoder_params);
     if cfg.u32(&["num_nextn_predict_layers"])?.unwrap_or(0) > 0 {
         notes.push("the multi-token-prediction layers (num_nextn_predict_layers) are not counted: inference engines skip them by default".into());
     }
@@ -352,6 +363,53 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         gguf: None,
         notes,
     })
+}
+
+/// The parts of a BERT-style encoder beyond the blocks `hf_count::count` sums (its final norm
+/// stands for the embeddings' LayerNorm): token-type embeddings and the head of the class
+/// `architectures` names (modeling_bert.py `BertModel` with its `BertPooler`, or
+/// `BertForMaskedLM` with `BertLMPredictionHead`: transform dense + LayerNorm, a decoder tied
+/// to the word embeddings, and its bias; RoBERTa's `RobertaLMHead` has the same shapes). Its
+/// blocks cache nothing.
+fn encoder(
+    root: &Value,
+    cfg: &Cfg,
+    layout: &mut Layout,
+    notes: &mut Vec<String>,
+) -> Result<u64, String> {
+    let h = u64::from(layout.hidden);
+    let types = u64::from(cfg.u32(&["type_vocab_size"])?.unwrap_or(2));
+    let class = root
+        .get("architectures")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str);
+    let head = match class {
+        Some(c) if c.ends_with("ForMaskedLM") => None,
+        Some(c) if c.ends_with("Model") => Some(h * h + h),
+        Some(c) => {
+            return Err(format!(
+                "{}: the encoder head {} is not modelled by this program (only the bare model and the masked-LM head are), so its memory cannot be planned",
+                cfg.origin,
+                super::reader::shown(c)
+            ));
+        }
+        None => {
+            notes.push("the config names no architecture: counted as its masked-LM model".into());
+            None
+        }
+    };
+    let head = match head {
+        Some(pooler) => {
+            // The bare model has no output matrix.
+            layout.tied = true;
+            pooler
+        }
+        None => h * h + h + 2 * h + u64::from(layout.vocab),
+    };
+    layout.blocks = Some(vec![BlockCache::None; layout.layers as usize]);
+    notes.push("an encoder: no KV cache; memory is the weights and the activations of a batch of sequences up to max_position_embeddings, so the generation figures do not apply".into());
+    Ok((types * h).saturating_add(head))
 }
 
 /// Python's `json` module (what transformers writes config.json with) writes `float('inf')` and
