@@ -327,3 +327,26 @@ fn mxfp4_experts_are_planned_in_mxfp4() {
     let bf16 = weights(&["--weights", "bf16"]);
     assert!(bf16 / gib > 38.0 && bf16 / gib < 40.0, "{}", bf16 / gib);
 }
+
+#[test]
+fn print_resolved_shows_the_checked_workload() {
+    let o = run(&[
+        "plan",
+        "--workload",
+        "examples/llama-8b-4090.toml",
+        "--batch",
+        "3",
+        "--print-resolved",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["task"], "llm");
+    assert_eq!(v["gpu"]["vram_bytes"], 25_769_803_776u64);
+    assert!(v["gpu"]["speed"]["bandwidth_gbs"].as_f64().unwrap() > 0.0);
+    assert!(v["gpu"]["host"]["ram_gbps"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["run"]["batch"], 3, "flags are applied");
+    assert!(v["model"]["layers"].as_u64().unwrap() > 0);
+    assert!(v.get("components").is_none(), "nothing is planned");
+    let bad = run(&["plan", "--gpu", "rtx-9999", "--print-resolved"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+}

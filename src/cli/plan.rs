@@ -26,6 +26,11 @@ pub struct PlanArgs {
     /// Print the JSON result instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Print the resolved workload (file + flags + presets, checked: the card with its
+    /// bandwidth, PCIe and host, the model, every run knob with its default) as JSON, and plan
+    /// nothing: what a harness or generator reads instead of re-implementing the resolution.
+    #[arg(long, conflicts_with_all = ["json", "export", "workflow"])]
+    pub print_resolved: bool,
     /// GPU preset id (see `vram-doctor presets list gpus`).
     #[arg(long)]
     pub gpu: Option<String>,
@@ -315,6 +320,13 @@ pub fn run(a: &PlanArgs) -> Result<(), String> {
         return super::workflow::run(a, path);
     }
     let w = a.resolve_any()?;
+    if a.print_resolved {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&w).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
     let result = plan_any(&w);
     if !a.export.is_empty() {
         return export(a, &w, &result);
