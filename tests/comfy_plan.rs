@@ -121,7 +121,12 @@ fn image_workflows_plan_with_their_models_and_sizes() {
         &p.passes[0],
         ("13", "flux-dev", 1024, 1024, 1, 1, false, Some("8"), false),
     );
-    assert_eq!(te_ids(&p.passes[0]), ["t5-xxl", "clip-l"]);
+    // DualCLIPLoader lists T5 first; the formats follow the catalog's order (CLIP-L, T5).
+    assert_eq!(te_ids(&p.passes[0]), ["clip-l", "t5-xxl"]);
+    assert_eq!(
+        p.passes[0].workload.run.text_encoder_weights[1].to_string(),
+        "fp16"
+    );
     assert_eq!(p.peak_stage, "sampling");
 
     let p = planned("flux_gguf", 24.0);
@@ -131,7 +136,7 @@ fn image_workflows_plan_with_their_models_and_sizes() {
     );
     let r = &p.passes[0].workload.run;
     assert_eq!(r.weights.to_string(), "q4_k_s");
-    assert_eq!(r.text_encoder_weights[0].to_string(), "fp8");
+    assert_eq!(r.text_encoder_weights[1].to_string(), "fp8");
 }
 
 #[test]

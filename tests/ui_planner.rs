@@ -512,3 +512,24 @@ fn the_saved_state_keeps_every_kind_and_older_states_still_load() {
     assert_eq!(old.workload.run.batch, Some(4));
     assert_eq!(old.parked, Default::default());
 }
+
+#[test]
+fn a_comfyui_workflow_opens_as_its_peak_pass() {
+    let png = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/comfy/sdxl_hires_fix.png");
+    let mut h = harness(view(png));
+    h.run();
+    h.get_by_label("Open ComfyUI workflow…").click();
+    h.run();
+    let w = &h.state().workload;
+    assert_eq!(w.model.preset.as_deref(), Some("sdxl"));
+    // The hires-fix second pass: 1024 × 1.5, batch 2 (tests/data/comfy/gen_workflows.py).
+    assert_eq!(
+        (w.run.width, w.run.height, w.run.batch),
+        (Some(1536), Some(1536), Some(2))
+    );
+    h.get_by_label_contains("2 sampling passes; planned at its peak, node 8");
+    h.get_by_label_contains("Pass at node 11: sdxl 1536×1536, batch 2");
+    h.get_by_label_contains("Not modelled: 31 SomeCustomUpscaler");
+    h.get_by_label_contains("4 CheckpointLoaderSimple: sd_xl_base_1.0_0.9vae.safetensors → sdxl");
+}

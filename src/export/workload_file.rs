@@ -88,7 +88,9 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
     );
 }
 
-fn diffusion(f: &mut RunSection, before: &DiffusionRun, after: &DiffusionRun) {
+/// Records in `f` the diffusion knobs `after` sets differently from `before` (also how the
+/// planner takes in a ComfyUI workflow's peak pass).
+pub fn diffusion(f: &mut RunSection, before: &DiffusionRun, after: &DiffusionRun) {
     record!(
         f,
         before,

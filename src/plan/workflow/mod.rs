@@ -316,6 +316,23 @@ impl<'a> Planner<'a> {
             }
             return (default.to_vec(), vec![sixteen; default.len()], on_cpu);
         }
+        // The model's own encoders in another order (DualCLIPLoader lists T5 first for Flux):
+        // put them in the catalog's order, which per-encoder formats follow.
+        let mut ids: Vec<&str> = parts.iter().map(|p| p.id.as_str()).collect();
+        let mut own: Vec<&str> = default.iter().map(|p| p.id.as_str()).collect();
+        ids.sort_unstable();
+        own.sort_unstable();
+        if ids == own {
+            let pairs: Vec<(Part, WeightFormat)> = default
+                .iter()
+                .filter_map(|d| {
+                    let i = parts.iter().position(|p| p.id == d.id)?;
+                    Some((parts[i].clone(), formats[i]))
+                })
+                .collect();
+            let (parts, formats) = pairs.into_iter().unzip();
+            return (parts, formats, on_cpu);
+        }
         (parts, formats, on_cpu)
     }
 

@@ -14,6 +14,8 @@ use std::path::Path;
 const WORKLOAD_EXT: &[&str] = &["toml"];
 /// Model files the importer reads: config.json, model_index.json, safetensors, GGUF.
 const MODEL_EXT: &[&str] = &["json", "safetensors", "gguf"];
+/// ComfyUI workflows: UI or API JSON, or a PNG ComfyUI saved with one embedded.
+const WORKFLOW_EXT: &[&str] = &["json", "png"];
 
 impl PlannerView {
     pub(super) fn file_ui(&mut self, ui: &mut Ui) {
@@ -40,6 +42,18 @@ impl PlannerView {
             .clicked()
         {
             self.open_model();
+        }
+        if ui
+            .button(tr("Open ComfyUI workflow…"))
+            .on_hover_text(tr(
+                "A workflow saved by ComfyUI (UI or API JSON, or a PNG with it embedded): its models and the pass where memory peaks",
+            ))
+            .clicked()
+        {
+            self.open_workflow();
+        }
+        for line in &self.workflow_lines {
+            ui.label(line);
         }
         if let Some(p) = &self.path {
             ui.weak(p.display().to_string());
@@ -109,6 +123,84 @@ impl PlannerView {
         }
     }
 
+    /// Plans a ComfyUI workflow on the card being planned for (`plan::workflow`, as `plan
+    /// --workflow`) and shows its peak pass as a diffusion workload, with the models it loads
+    /// and its passes listed under the buttons.
+    fn open_workflow(&mut self) {
+        let Some(path) = self
+            .dialogs
+            .0
+            .open(tr("Open a ComfyUI workflow"), WORKFLOW_EXT)
+        else {
+            return;
+        };
+        let planned = crate::import::comfy::read(&path).and_then(|wf| {
+            let gpu = self.workload.gpu.resolve()?;
+            let bus = crate::resolve::diffusion::bus_for(&gpu);
+            let r = &self.workload.run;
+            let launch = crate::plan::workflow::Launch {
+                vram_mode: r
+                    .vram_mode
+                    .unwrap_or(crate::memory::diffusion::VramMode::Normal),
+                reserve_vram_bytes: r.reserve_vram_gib.map(crate::units::gib_to_bytes),
+                other_processes_bytes: crate::units::gib_to_bytes(
+                    r.other_processes_gib.unwrap_or(0.0),
+                ),
+            };
+            crate::plan::workflow::plan(&wf, gpu, bus, &launch, &Default::default())
+        });
+        let wp = match planned {
+            Ok(wp) => wp,
+            Err(e) => {
+                self.status = Some(Err(e));
+                return;
+            }
+        };
+        let peak = wp.peak();
+        let Ok(start) = crate::memory::diffusion::DiffusionWorkload::for_preset(
+            peak.workload.gpu.clone(),
+            peak.workload.bus,
+            &peak.model,
+        ) else {
+            return;
+        };
+        if Family::of(self.workload.run.task) != Family::Diffusion {
+            self.set_task(Task::Diffusion);
+        }
+        self.workload.model = ModelSection {
+            preset: Some(peak.model.clone()),
+            ..Default::default()
+        };
+        let other = self.workload.run.other_processes_gib;
+        let mode = self.workload.run.vram_mode;
+        let reserve = self.workload.run.reserve_vram_gib;
+        self.workload.run = Default::default();
+        self.workload.run.task = Some(Task::Diffusion);
+        self.workload.run.other_processes_gib = other;
+        self.workload.run.vram_mode = mode;
+        self.workload.run.reserve_vram_gib = reserve;
+        crate::export::workload_file::diffusion(
+            &mut self.workload.run,
+            &start.run,
+            &peak.workload.run,
+        );
+        self.workflow_lines = workflow_lines(&wp);
+        let stage = match wp.peak_stage {
+            "text_encode" => tr("text encode"),
+            "vae_decode" => tr("VAE decode"),
+            _ => tr("sampling"),
+        };
+        self.status = Some(Ok(trf(
+            "Workflow {path}: {n} sampling passes; planned at its peak, node {node} ({stage})",
+            &[
+                ("path", &path.display()),
+                ("n", &wp.passes.len()),
+                ("node", &wp.peak_node),
+                ("stage", &stage),
+            ],
+        )));
+    }
+
     fn save(&mut self) {
         let name = self.path.as_deref().and_then(Path::file_name).map_or_else(
             || "workload.toml".to_string(),
@@ -131,4 +223,38 @@ impl PlannerView {
                 }),
         );
     }
+}
+
+/// The workflow's loaders with their memory, its passes and the nodes not modelled.
+fn workflow_lines(wp: &crate::plan::workflow::WorkflowPlan) -> Vec<String> {
+    use crate::units::human;
+    let mut out = Vec::new();
+    for n in &wp.nodes {
+        let what = match (&n.preset, n.bytes) {
+            (Some(p), Some(b)) => format!("{p}, {}", human(b)),
+            (None, Some(b)) => human(b),
+            _ => tr("not identified").to_string(),
+        };
+        out.push(format!("{} {}: {} → {what}", n.id, n.class_type, n.file));
+    }
+    for p in &wp.passes {
+        out.push(trf(
+            "Pass at node {node}: {model} {w}×{h}, batch {batch}; needs {need}",
+            &[
+                ("node", &p.node),
+                ("model", &p.model),
+                ("w", &p.width),
+                ("h", &p.height),
+                ("batch", &p.batch),
+                ("need", &human(p.need_bytes)),
+            ],
+        ));
+    }
+    if !wp.unmodelled_nodes.is_empty() {
+        out.push(trf(
+            "Not modelled: {nodes}",
+            &[("nodes", &wp.unmodelled_nodes.join(", "))],
+        ));
+    }
+    out
 }

@@ -72,6 +72,9 @@ pub struct PlannerView {
     /// Steps back (Ctrl+Z, Undo); not kept between sessions.
     #[serde(skip)]
     history: undo::History,
+    /// The last opened ComfyUI workflow's models and passes, one line each.
+    #[serde(skip)]
+    workflow_lines: Vec<String>,
 }
 
 /// The resolved knobs the inputs show.
@@ -157,6 +160,7 @@ impl Default for PlannerView {
             shown: Shown::default(),
             dialogs: Dialogs::default(),
             history: undo::History::default(),
+            workflow_lines: Vec::new(),
         }
     }
 }
