@@ -98,3 +98,40 @@ fn the_game_shows_its_dedicated_and_shared_memory_merged_with_nvml() {
         "the spill into shared memory grows: {shared_seen:?}"
     );
 }
+
+#[test]
+fn the_monitor_replays_a_recording_with_each_process_dedicated_and_shared() {
+    let csv =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/windows-counters/game-spill.csv");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(["monitor", "--once", "--counters"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let game = text
+        .lines()
+        .find(|l| l.contains("Cyberpunk2077"))
+        .unwrap_or_else(|| panic!("the game's row: {text}"));
+    // Sample 0: 5800 MiB dedicated, 256 MiB shared.
+    assert!(
+        game.contains("9120") && game.contains("5.66 GiB") && game.contains("+ 256 MiB shared"),
+        "{game}"
+    );
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(["monitor", "--once", "--counters", "Cargo.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("not a typeperf CSV") && err.lines().count() == 1,
+        "{err}"
+    );
+}

@@ -229,3 +229,20 @@ fn paths_with_spaces_and_non_ascii_letters_are_read() {
     b["files"] = serde_json::Value::Null;
     assert_eq!(a, b, "the same model read from a Windows path");
 }
+
+#[test]
+fn a_counter_recording_replays_the_same() {
+    let Some(w) = wine::wine() else { return };
+    let csv = "tests/data/windows-counters/game-spill.csv";
+    let out = same(
+        w,
+        &["monitor", "--counters", csv, "--json", "--interval", "0.1"],
+    );
+    assert_eq!(
+        out.lines().count(),
+        12,
+        "one snapshot per sample: {out:.300}"
+    );
+    assert!(out.contains("\"Cyberpunk2077\""), "{out:.300}");
+    same(w, &["monitor", "--counters", "Cargo.toml", "--once"]);
+}

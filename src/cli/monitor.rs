@@ -7,12 +7,14 @@ use crate::printable::printable;
 use crate::telemetry::demo::DemoSource;
 use crate::telemetry::detect::Alert;
 use crate::telemetry::nvml::NvmlSource;
+use crate::telemetry::pdh::{CountersSource, RecordedCounters};
+use crate::telemetry::pdh_csv;
 use crate::telemetry::prometheus::{self, Exporter, Limits, Predicted, PrometheusSource};
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::telemetry::replay::ReplaySource;
 use crate::telemetry::{
     GpuSample, GpuStatus, ProcessKind, Sampler, Session, SessionConfig, Snapshot, Source,
-    SourceState, detect,
+    SourceKind, SourceState, detect,
 };
 use crate::units::human;
 use clap::Args;
@@ -47,6 +49,10 @@ pub struct MonitorArgs {
     /// Replay a recording made with --record instead of reading a GPU.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "nvml_lib"])]
     pub replay: Option<PathBuf>,
+    /// Replay Windows GPU counters recorded with typeperf (its CSV: the command is in the
+    /// README's "On Windows"): each process's dedicated and shared GPU memory, per adapter.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "demo", "nvml_lib", "prometheus"])]
+    pub counters: Option<PathBuf>,
     /// Show synthetic demo data (for machines without a supported GPU).
     #[arg(long, conflicts_with = "nvml_lib")]
     pub demo: bool,
@@ -105,6 +111,21 @@ fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, 
     }
     if a.demo {
         return Ok(Ok(Box::new(DemoSource::new(a.seed))));
+    }
+    if let Some(path) = &a.counters {
+        let rec = pdh_csv::read(path).map_err(|e| format!("--counters {e}"))?;
+        if rec.ignored_columns > 0 {
+            eprintln!(
+                "note: {}: {} column(s) of other counters ignored",
+                path.display(),
+                rec.ignored_columns
+            );
+        }
+        return Ok(Ok(Box::new(CountersSource::new(
+            None,
+            Box::new(RecordedCounters::new(rec)),
+            SourceKind::Replay,
+        ))));
     }
     live_source(a.nvml_lib.as_deref())
 }
@@ -374,6 +395,10 @@ fn render_gpu(g: &GpuSample) -> String {
         );
     }
     let mem = g.memory.map_or("memory: -".into(), |m| {
+        if m.total == 0 {
+            // Windows' counters without NVML: use is known, capacity is not.
+            return format!("{} in use (capacity not reported)", human(m.unavailable()));
+        }
         let note = if m.used_includes_reserved {
             " (incl. reserved)"
         } else {
@@ -428,8 +453,12 @@ fn render_gpu(g: &GpuSample) -> String {
                     ProcessKind::Both => "C+G",
                 };
                 let used = p.used.map_or("n/a (driver does not say)".into(), human);
+                // Windows counters: the system RAM the GPU borrows for this process.
+                let shared = p
+                    .shared
+                    .map_or(String::new(), |b| format!("  + {} shared", human(b)));
                 s.push_str(&format!(
-                    "    {:>7}  {:<3} {:>12}  {}\n",
+                    "    {:>7}  {:<3} {:>12}{shared}  {}\n",
                     p.pid,
                     kind,
                     used,

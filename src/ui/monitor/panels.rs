@@ -40,13 +40,14 @@ pub(super) fn alerts_ui(ui: &mut Ui, alerts: &[Alert]) {
     }
 }
 
-/// Widths of the process table's columns (name, PID, memory, share). Fixed, because egui's
-/// `Grid` remembers its column widths and asks for two more frames whenever one changes, which
-/// the changing memory figures did about once a second.
-const COLUMNS: [f32; 4] = [280.0, 70.0, 100.0, 100.0];
+/// Widths of the process table's columns (name, PID, memory, share, shared). Fixed, because
+/// egui's `Grid` remembers its column widths and asks for two more frames whenever one changes,
+/// which the changing memory figures did about once a second.
+const COLUMNS: [f32; 5] = [280.0, 70.0, 100.0, 100.0, 110.0];
 
-/// Name, pid, memory and share of the card of each process holding memory; the processes of a
-/// watched command (`run`) are marked.
+/// Name, pid, memory and share of the card of each process holding memory, and, where the
+/// source knows it (Windows' GPU counters, AMD GTT), the shared system memory the GPU holds for
+/// it; the processes of a watched command (`run`) are marked.
 pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64, run: &BTreeSet<u32>) {
     let procs = g.processes.as_deref().unwrap_or_default();
     if procs.is_empty() {
@@ -55,9 +56,11 @@ pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64, run: &BTreeSe
         ));
         return;
     }
-    let header = ["Process", "PID", "Memory", "Share of card"]
+    let with_shared = procs.iter().any(|p| p.shared.is_some());
+    let columns = if with_shared { 5 } else { 4 };
+    let header = ["Process", "PID", "Memory", "Share of card", "Shared memory"]
         .map(|h| egui::RichText::new(tr(h)).strong().into());
-    row_ui(ui, header, false);
+    row_ui(ui, &header[..columns], false);
     for (i, p) in procs.iter().enumerate() {
         let (memory, share) = match p.used {
             Some(u) if total > 0 => (human(u), format!("{:.0}%", u as f64 / total as f64 * 100.0)),
@@ -73,22 +76,29 @@ pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64, run: &BTreeSe
         } else {
             name.into()
         };
-        let cells = [name, p.pid.to_string().into(), memory.into(), share.into()];
-        row_ui(ui, cells, i % 2 == 0);
+        let shared = p.shared.map_or("?".into(), human);
+        let cells = [
+            name,
+            p.pid.to_string().into(),
+            memory.into(),
+            share.into(),
+            shared.into(),
+        ];
+        row_ui(ui, &cells[..columns], i % 2 == 0);
     }
 }
 
 /// One row of the process table; `stripe` shades it, as a striped grid would.
-fn row_ui(ui: &mut Ui, cells: [egui::WidgetText; 4], stripe: bool) {
+fn row_ui(ui: &mut Ui, cells: &[egui::WidgetText], stripe: bool) {
     let height = ui.spacing().interact_size.y;
-    let width: f32 = COLUMNS.iter().sum();
+    let width: f32 = COLUMNS[..cells.len()].iter().sum();
     let (row, _) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
     if stripe {
         ui.painter()
             .rect_filled(row, 0.0, ui.visuals().faint_bg_color);
     }
     let mut x = row.left() + 4.0;
-    for (w, text) in COLUMNS.iter().zip(cells) {
+    for (w, text) in COLUMNS.iter().zip(cells.iter().cloned()) {
         let cell =
             egui::Rect::from_min_size(egui::pos2(x, row.top()), egui::vec2(*w - 8.0, height));
         ui.new_child(
