@@ -163,6 +163,12 @@ fn refiner_lora_controlnet_and_hires_fix_passes() {
     );
     assert_eq!(p.passes[0].lora_nodes, ["10"]);
     assert_eq!(p.passes[0].workload.run.controlnets, 1);
+    assert_eq!(p.passes[0].controlnet_nodes, ["20"]);
+    let cn = p.nodes.iter().find(|n| n.id == "20").unwrap();
+    assert!(
+        cn.bytes.unwrap() > 2 << 30,
+        "an SDXL ControlNet is 2.5 GB in 16-bit: {cn:?}"
+    );
     assert_eq!(p.passes[1].workload.run.loras, 0);
     assert_eq!(te_ids(&p.passes[1]), ["openclip-g"]);
     assert!(p.warnings.iter().any(|w| w.contains("2 models")));

@@ -82,6 +82,9 @@ pub struct Pass {
     /// The LoRA loaders on its model's way.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lora_nodes: Vec<String>,
+    /// The ControlNet loaders its conditioning comes from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub controlnet_nodes: Vec<String>,
     /// The stage of this pass where memory peaks, and its node.
     pub peak_stage: &'static str,
     pub peak_node: String,
@@ -563,6 +566,11 @@ impl<'a> Planner<'a> {
             decode_node: decode.map(|d| d.id.clone()),
             vae_tiled: wl.run.vae_tiling,
             lora_nodes: path.loras.iter().map(|n| n.id.clone()).collect(),
+            controlnet_nodes: cond
+                .iter()
+                .filter(|(n, _)| graph::role(n) == Some(Role::Controlnet))
+                .map(|(n, _)| n.id.clone())
+                .collect(),
             peak_stage: stage_name(placed.peak),
             peak_node,
             need_bytes: v.need_bytes,
@@ -643,6 +651,14 @@ fn loaded_bytes(p: &Planner, n: &Node, passes: &[Pass]) -> Vec<LoadedFile> {
                                 * m.model.lora_mib_per_rank
                                 * crate::units::MIB) as u64,
                         );
+                    }
+                }
+                // A ControlNet in the compute dtype, sized for the model it steers (the engine's
+                // adapters figure).
+                Some(Role::Controlnet) => {
+                    if let Some(pass) = passes.iter().find(|x| x.controlnet_nodes.contains(&n.id)) {
+                        let m = &pass.workload;
+                        f.bytes = Some((m.model.controlnet_params * m.act_bytes()) as u64);
                     }
                 }
                 _ => {}
