@@ -1,25 +1,109 @@
 //! Activation memory of transformer layers, per token.
 //!
-//! Training follows Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
-//! Transformer Models", arXiv 2205.05198, §4.1: `sbh(34 + 5as/h)` bytes per layer for a GPT block
-//! in 16-bit), adapted to modern decoders: no dropout, GQA (K and V are `kv_dim` wide, Q and the
-//! attention output `q_dim`), and gated MLPs that keep gate, up and act(gate)·up (3·I) instead of
-//! GeLU's 2·4h. Inference keeps nothing between layers, so only the largest transient counts.
+//! Training counts what autograd saves for backward in transformers' decoder layers
+//! (`modeling_llama.py` `LlamaDecoderLayer`: RMSNorm → q/k/v → RoPE → SDPA → o_proj → residual,
+//! RMSNorm → gate/up → SiLU·up → down → residual), op by op, as the fake-tensor simulation of the
+//! real step counts it (`tests/calibration/fake_train.py --top`). Korthikanti et al. 2022
+//! (arXiv 2205.05198, §4.1: `sbh(34 + 5as/h)` for a GPT block) gives the same structure for
+//! GPT-2-style blocks. Inference keeps nothing between layers, so only the largest transient
+//! counts.
 
 use crate::types::arch::{Mlp, ModelArch};
-use crate::types::options::{Attention, Checkpointing};
+use crate::types::options::{Attention, Checkpointing, LoraTargets};
 
-/// Bytes one layer saves for backward per token, excluding the attention score matrix:
-/// two norm inputs (2h), the QKV input (h), Q, K, V (q + 2kv), the o_proj input (q),
-/// the MLP input (h) and its intermediates (3I gated, 2I plain), each `elt` bytes.
-pub fn saved_per_token_layer(a: &ModelArch, elt: f64) -> f64 {
+/// The dtypes an activation is held in during a training step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepDtypes {
+    /// Bytes per element of the residual stream: the dtype of the weights the layers are built
+    /// in (fp32 master weights under autocast, 16-bit for pure bf16 and frozen LoRA bases).
+    pub residual: f64,
+    /// Bytes per element of the matmul outputs: 2 under autocast or pure 16-bit, 4 in fp32.
+    pub compute: f64,
+    /// `torch.autocast` is on: every linear casts its own input (`cached_cast` in
+    /// aten/src/ATen/autocast_mode.cpp caches only leaf tensors that require grad — the
+    /// weights — so each linear makes and saves a fresh 16-bit copy of a non-leaf input).
+    pub autocast: bool,
+}
+
+/// What is trained: every weight (full fine-tuning) or LoRA adapters of a rank on frozen
+/// linears.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Trained {
+    All,
+    Lora(LoraTargets, u32),
+}
+
+/// Bytes one decoder layer saves for backward per token, excluding the attention score matrix.
+///
+/// - RMSNorm (`LlamaRMSNorm.forward`: `hidden_states.to(float32)`, `pow(2).mean`, `* rsqrt`,
+///   `weight * hs.to(input_dtype)`): `pow` saves its fp32 input (4h); with a trainable norm
+///   weight its `mul` also saves the normalised `hs` in the residual dtype, and the linears
+///   that read the norm's output save it (one shared tensor, or one 16-bit cast per linear
+///   under autocast). A frozen linear (`F.linear` of a LoRA base) saves no input: its weight
+///   gradient is not needed, and `grad_input = grad · W` reads only the weight.
+/// - Attention: SDPA saves q and k after RoPE, v, its output and the fp32 log-sum-exp per head
+///   (`_scaled_dot_product_flash_attention` / `_efficient_attention` in
+///   aten/src/ATen/native/transformers/attention.cpp; RoPE's `mul`s save only cos and sin).
+/// - Gated MLP: gate and up outputs, SiLU's output (saved by the `mul`), and `act·up` when
+///   `down_proj` is trained. Plain MLP: fc1's output and the activation when fc2 is trained.
+/// - LoRA (peft `tuners/lora/layer.py` `Linear.forward`): each adapted linear's `lora_A` saves
+///   its input (cast to the adapter dtype and back by autocast: a 16-bit copy per adapter; the
+///   norm output itself without autocast), and `lora_B` saves the rank-`r` output of `lora_A`.
+pub fn saved_per_token_layer(a: &ModelArch, d: StepDtypes, trained: Trained) -> f64 {
     let h = f64::from(a.hidden);
+    let q = a.q_dim();
+    let kv = a.kv_dim();
     let i = f64::from(a.intermediate);
-    let mlp = match a.mlp {
-        Mlp::Gated => 3.0 * i,
-        Mlp::Plain => 2.0 * i,
-    };
-    elt * (4.0 * h + 2.0 * a.q_dim() + 2.0 * a.kv_dim() + mlp)
+    let e = d.compute;
+    let gated = a.mlp == Mlp::Gated;
+    // Readers of the attention norm's output (q, k, v) and of the MLP norm's (gate, up | fc1).
+    let mlp_in = if gated { 2.0 } else { 1.0 };
+    let attn = e * (2.0 * q + 2.0 * kv) + 4.0 * f64::from(a.heads);
+    match trained {
+        Trained::All => {
+            let norm = |readers: f64| {
+                let input_copies = if d.autocast { readers } else { 1.0 };
+                4.0 * h + d.residual * h + input_copies * e * h
+            };
+            let mlp = if gated { 4.0 * i * e } else { 2.0 * i * e };
+            norm(3.0) + norm(mlp_in) + attn + mlp
+        }
+        Trained::Lora(targets, rank) => {
+            let (qkv, o, mlp_up, down) = match targets {
+                LoraTargets::Qv => (2.0, false, false, false),
+                LoraTargets::Attention => (3.0, true, false, false),
+                LoraTargets::AllLinear => (3.0, true, true, true),
+            };
+            // The adapters' saved inputs: per adapter under autocast, shared without.
+            let inputs = |n: f64, width: f64| {
+                if n == 0.0 {
+                    0.0
+                } else if d.autocast {
+                    n * width * e
+                } else {
+                    width * e
+                }
+            };
+            let adapters = qkv + f64::from(u8::from(o)) + if mlp_up { mlp_in + 1.0 } else { 0.0 };
+            let lora = inputs(qkv, h)
+                + if o { inputs(1.0, q) } else { 0.0 }
+                + if mlp_up { inputs(mlp_in, h) } else { 0.0 }
+                + if down { inputs(1.0, i) } else { 0.0 }
+                + adapters * f64::from(rank) * e;
+            let mlp = if gated { 3.0 * i * e } else { i * e };
+            2.0 * 4.0 * h + attn + mlp + lora
+        }
+    }
+}
+
+/// Bytes per token saved by the final norm and read by the LM head: the norm's fp32 input,
+/// and with a trainable head the normalised `hs` and the head's input.
+pub fn final_norm_per_token(a: &ModelArch, d: StepDtypes, trained: Trained) -> f64 {
+    let h = f64::from(a.hidden);
+    match trained {
+        Trained::All => 4.0 * h + d.residual * h + d.compute * h,
+        Trained::Lora(..) => 4.0 * h,
+    }
 }
 
 /// Eager attention also saves the softmax output, dropout mask and dropout output:
@@ -30,31 +114,36 @@ pub fn eager_scores_per_token_layer(a: &ModelArch, seq: f64, elt: f64) -> f64 {
     2.5 * elt * f64::from(a.heads) * seq
 }
 
-/// Activation bytes held at the end of the forward pass of a training step.
+/// Activation bytes saved for backward at the end of the forward pass of a training step, and
+/// the bytes one layer re-materialises during backward under full checkpointing (0 without).
 pub fn training_activations(
     a: &ModelArch,
     tokens: f64,
     seq: f64,
-    elt: f64,
+    d: StepDtypes,
+    trained: Trained,
     attn: Attention,
     ckpt: Checkpointing,
-) -> f64 {
+) -> (f64, f64) {
     let layers = f64::from(a.layers);
-    let saved = saved_per_token_layer(a, elt);
+    let saved = saved_per_token_layer(a, d, trained);
     let scores = if attn == Attention::Eager {
-        eager_scores_per_token_layer(a, seq, elt)
+        eager_scores_per_token_layer(a, seq, d.compute)
     } else {
         0.0
     };
+    let last = tokens * final_norm_per_token(a, d, trained);
     match ckpt {
-        Checkpointing::None => layers * tokens * (saved + scores),
+        Checkpointing::None => (layers * tokens * (saved + scores) + last, 0.0),
         // Selective recomputation drops exactly the score-matrix terms (Korthikanti §5).
-        Checkpointing::Selective => layers * tokens * saved,
-        // Full recomputation keeps each layer's input (2sbh) and re-materialises one layer at a
-        // time during backward.
-        Checkpointing::Full => {
-            layers * tokens * f64::from(a.hidden) * elt + tokens * (saved + scores)
-        }
+        Checkpointing::Selective => (layers * tokens * saved + last, 0.0),
+        // transformers' `gradient_checkpointing_enable` wraps each decoder layer in
+        // `torch.utils.checkpoint` (non-reentrant): only the layer's input is saved (the
+        // residual stream), and backward re-runs one layer at a time.
+        Checkpointing::Full => (
+            layers * tokens * f64::from(a.hidden) * d.residual + last,
+            tokens * (saved + scores),
+        ),
     }
 }
 
@@ -83,15 +172,21 @@ mod tests {
     use super::*;
     use crate::types::arch::tests::llama31_8b;
 
+    const MIXED: StepDtypes = StepDtypes {
+        residual: 4.0,
+        compute: 2.0,
+        autocast: true,
+    };
+
     #[test]
-    fn korthikanti_gpt_block_without_dropout() {
-        // A GPT block (plain 4h MLP, MHA) in 16-bit: 2·(4h + 2h + 2h + 8h) = 32h per token,
-        // which is Korthikanti's 34h less the two 1-byte dropout masks.
-        let mut a = llama31_8b();
-        a.mlp = Mlp::Plain;
-        a.kv_heads = 32;
-        a.intermediate = 4 * 4096;
-        assert_eq!(saved_per_token_layer(&a, 2.0), 32.0 * 4096.0);
+    fn full_mixed_layer_counts_each_saved_tensor() {
+        // Llama-3.1-8B, bf16 autocast over fp32 weights, per token: two norms of 4h + 4h plus
+        // 16-bit input casts (3 + 2)·2h, q/k after RoPE, v and the SDPA output 2·(2q + 2kv),
+        // the fp32 log-sum-exp 4·heads, and gate, up, SiLU and act·up 4·2·I.
+        let a = llama31_8b();
+        let (h, q, kv, i) = (4096.0, 4096.0, 1024.0, 14336.0);
+        let want = 2.0 * 8.0 * h + 10.0 * h + 2.0 * (2.0 * q + 2.0 * kv) + 128.0 + 8.0 * i;
+        assert_eq!(saved_per_token_layer(&a, MIXED, Trained::All), want);
         // 5as per token and layer for eager attention in 16-bit.
         assert_eq!(
             eager_scores_per_token_layer(&a, 2048.0, 2.0),
@@ -100,17 +195,33 @@ mod tests {
     }
 
     #[test]
+    fn frozen_linears_save_less_than_full_fine_tuning() {
+        let a = llama31_8b();
+        let lora = saved_per_token_layer(&a, MIXED, Trained::Lora(LoraTargets::AllLinear, 16));
+        let qv = saved_per_token_layer(&a, MIXED, Trained::Lora(LoraTargets::Qv, 16));
+        let full = saved_per_token_layer(&a, MIXED, Trained::All);
+        assert!(qv < lora && lora < full, "{qv} {lora} {full}");
+    }
+
+    #[test]
     fn checkpointing_orders_memory() {
         let a = llama31_8b();
-        let f = |c| training_activations(&a, 4096.0, 4096.0, 2.0, Attention::Eager, c);
-        assert!(f(Checkpointing::Full) < f(Checkpointing::Selective));
-        assert!(f(Checkpointing::Selective) < f(Checkpointing::None));
-        // Full: 32 layer inputs of 4096 × 4096 × 2 B = 1 GiB, plus one layer recomputed.
-        let one_layer = 4096.0
-            * (saved_per_token_layer(&a, 2.0) + eager_scores_per_token_layer(&a, 4096.0, 2.0));
+        let f =
+            |c| training_activations(&a, 4096.0, 4096.0, MIXED, Trained::All, Attention::Eager, c);
+        assert!(f(Checkpointing::Full).0 < f(Checkpointing::Selective).0);
+        assert!(f(Checkpointing::Selective).0 < f(Checkpointing::None).0);
+        // Full: 32 fp32 layer inputs of 4096 × 4096 × 4 B = 2 GiB, plus the final norm; one
+        // layer is recomputed at a time.
+        let last = 4096.0 * final_norm_per_token(&a, MIXED, Trained::All);
         assert_eq!(
-            f(Checkpointing::Full),
-            32.0 * 4096.0 * 4096.0 * 2.0 + one_layer
+            f(Checkpointing::Full).0,
+            32.0 * 4096.0 * 4096.0 * 4.0 + last
+        );
+        assert_eq!(
+            f(Checkpointing::Full).1,
+            4096.0
+                * (saved_per_token_layer(&a, MIXED, Trained::All)
+                    + eager_scores_per_token_layer(&a, 4096.0, 2.0))
         );
     }
 

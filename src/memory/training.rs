@@ -1,12 +1,15 @@
 //! LLM training: weights, gradients, optimizer states, activations and the logits/loss buffers,
 //! with LoRA/QLoRA, ZeRO partitioning and CPU offload.
 //!
-//! Peak model (PyTorch ≥ 2.0, `zero_grad(set_to_none=True)`): weights, gradients and optimizer
-//! states are summed with the larger of (activations + logits at the start of backward) and the
-//! optimizer step's temporaries. Summing gradients with activations errs on the safe side: in
-//! the middle of backward part of both are alive.
+//! Peak model (PyTorch ≥ 2.0, `zero_grad(set_to_none=True)`): the largest of three moments of a
+//! step, as the fake-tensor simulation of the real step finds them
+//! (`tests/calibration/fake_train.py`, `peak_phase` and `peak_components` of each row):
+//! - the loss's backward, the first node of backward: every saved activation is alive, plus the
+//!   loss buffers; gradients exist only from earlier micro-batches (gradient accumulation);
+//! - under full checkpointing, one layer re-run during backward, with the gradients so far;
+//! - the optimizer step: every gradient plus the step's temporaries.
 
-use super::activations::training_activations;
+use super::activations::{StepDtypes, Trained, training_activations};
 use super::breakdown::{Breakdown, Layer};
 use super::lora::lora_params;
 use super::optimizer::{state_bytes, step_temp_bytes};
@@ -16,11 +19,13 @@ use crate::types::dtype::WeightFormat;
 use crate::types::options::*;
 use crate::types::workload::{Run, Workload};
 
-/// Bytes per vocabulary entry per token alive at the loss: bf16 logits (2), their fp32 upcast
-/// (4), fp32 log-softmax saved for backward (4), and in backward its fp32 gradient (4) and the
-/// upcast's gradient (4) — transformers `ForCausalLMLoss` (`loss/loss_utils.py`: `logits.float()`
-/// then `cross_entropy`).
-pub const LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 18.0;
+/// Bytes per vocabulary entry per token alive at the loss's backward. transformers
+/// `ForCausalLMLoss` (`loss/loss_utils.py`) upcasts the logits (`logits.float()`) and calls
+/// `cross_entropy` = `log_softmax` + `nll_loss`: the fp32 log-softmax output is saved (4), and
+/// backward makes `nll_loss_backward`'s fp32 gradient (4) and `_log_softmax_backward_data`'s
+/// (4) while it is still alive. The 16-bit logits and their fp32 copy are freed after the
+/// forward (no backward formula needs them), whatever the training precision.
+pub const LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 12.0;
 
 /// Chunked cross-entropy keeps the bf16 logits (2 bytes) and upcasts one chunk of eight at a
 /// time (torchtune `CEWithChunkedOutputLoss`, 8 chunks: 16/8 bytes of fp32 buffers).
@@ -29,12 +34,11 @@ pub const CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 2.0 + 16.0 / 8.0;
 /// Caching-allocator slack per byte of logits/loss buffers in training: the ms-swift benchmark
 /// rows (Qwen-1.8B/7B/14B LoRA, GC + flash attention, `max_memory_reserved`) grow by the same
 /// ~3.6 GiB per 512 tokens whatever the model size, i.e. ~47 B per vocabulary entry and token,
-/// of which 18 B are live tensors: variable-length batches leave differently sized cached blocks.
-pub const LOGITS_RESERVED_SLACK: f64 = 1.6;
+/// of which 18 B were counted as live tensors before the loss was modelled op by op (12 B):
+/// variable-length batches leave differently sized cached blocks.
+pub const LOGITS_RESERVED_SLACK: f64 = 47.0 / LOGITS_BYTES_PER_VOCAB_TOKEN - 1.0;
 
-/// Model-state bytes per parameter: (weights, gradients), and whether the 16-bit weight copy of
-/// autocast exists (mixed precision keeps fp32 weights and casts them per op, caching the
-/// 16-bit copies for the step: HF "model memory anatomy", 6 bytes of weights per parameter).
+/// Model-state bytes per parameter: (weights, gradients).
 fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
     match (p, zero) {
         (Precision::Fp32, _) => (4.0, 4.0),
@@ -42,8 +46,34 @@ fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
         // ZeRO/DeepSpeed mixed precision: 16-bit weights and gradients on the GPU, fp32 master
         // copy inside the optimizer state (ZeRO paper §3: 2Ψ + 2Ψ + 12Ψ).
         (_, z) if z > 0 => (2.0, 2.0),
-        // Plain AMP: fp32 weights + cached 16-bit copies, fp32 gradients.
-        _ => (6.0, 4.0),
+        // Plain AMP: fp32 weights and gradients; autocast's 16-bit weight copies are saved
+        // activations (see `estimate`).
+        _ => (4.0, 4.0),
+    }
+}
+
+/// The dtypes of a step's activations (see `StepDtypes`).
+fn step_dtypes(r: &Run) -> StepDtypes {
+    let mixed = matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed);
+    // DeepSpeed's bf16/fp16 modes run the model in 16-bit without autocast.
+    let deepspeed_16 = mixed && r.zero_stage > 0 && r.method == Method::Full;
+    let compute = if r.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    let residual = match r.method {
+        Method::Full if mixed && !deepspeed_16 => 4.0,
+        Method::Full => compute,
+        // PEFT's `prepare_model_for_kbit_training` casts every non-quantized parameter to fp32
+        // (the embedding too), so the residual stream is fp32.
+        Method::Qlora => 4.0,
+        Method::Lora => compute,
+    };
+    StepDtypes {
+        residual,
+        compute,
+        autocast: mixed && !deepspeed_16,
     }
 }
 
@@ -53,15 +83,62 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let r = &w.run;
     let n = f64::from(w.gpu.count.max(1));
     let mut b = Breakdown::new(w.gpu.vram_bytes);
-    let elt = if r.precision == Precision::Fp32 {
-        4.0
-    } else {
-        2.0
-    };
+    let d = step_dtypes(r);
 
     let (weights, grads, states, temp, adapters) = match r.method {
         Method::Full => full_model_states(a, r, n),
         Method::Lora | Method::Qlora => adapter_model_states(a, r, w.weight_bytes().gpu),
+    };
+    let trained = match r.method {
+        Method::Full => Trained::All,
+        Method::Lora | Method::Qlora => Trained::Lora(r.lora_targets, r.lora_rank),
+    };
+
+    let tokens = f64::from(r.batch) * f64::from(r.seq);
+    let (acts, recompute) = training_activations(
+        a,
+        tokens,
+        f64::from(r.seq),
+        d,
+        trained,
+        r.attention,
+        r.checkpointing,
+    );
+    // Autocast casts each trainable weight to 16 bits once per forward (`cached_cast`) and the
+    // linear saves the copy for backward; the LM head's copy lives until the head's backward.
+    let (copies, head_copy) = if d.autocast && r.method == Method::Full {
+        let head = a.lm_head_params().max(a.embedding_params());
+        let layers = (a.params - a.embedding_params() - a.lm_head_params()).max(0.0);
+        (2.0 * layers, 2.0 * head)
+    } else {
+        (0.0, 0.0)
+    };
+    let (layer_copies, recompute) = if r.checkpointing == Checkpointing::Full {
+        (0.0, recompute + copies / f64::from(a.layers.max(1)))
+    } else {
+        (copies, 0.0)
+    };
+    let logits = match r.objective {
+        Objective::CausalLm => {
+            let per = match r.loss {
+                Loss::Standard => LOGITS_BYTES_PER_VOCAB_TOKEN,
+                Loss::Chunked => CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN,
+            };
+            tokens * f64::from(a.vocab) * per + head_copy
+        }
+        Objective::Classification => 0.0,
+    };
+    // Gradients alive at the loss's backward: those of earlier micro-batches.
+    let early_grads = if r.grad_accum > 1 { grads } else { 0.0 };
+    let at_loss = early_grads + acts + layer_copies + logits;
+    let at_layer = grads + acts + recompute;
+    let at_step = grads + temp;
+    let (grads, acts, logits, temp) = if at_loss >= at_layer.max(at_step) {
+        (early_grads, acts + layer_copies, logits, 0.0)
+    } else if at_layer >= at_step {
+        (grads, acts + recompute, 0.0, 0.0)
+    } else {
+        (grads, 0.0, 0.0, temp)
     };
     b.add("weights", "Model weights", weights, Layer::Tensor);
     b.add(
@@ -77,32 +154,6 @@ pub fn estimate(w: &Workload) -> Breakdown {
         states,
         Layer::Tensor,
     );
-
-    let tokens = f64::from(r.batch) * f64::from(r.seq);
-    let acts = training_activations(
-        a,
-        tokens,
-        f64::from(r.seq),
-        elt,
-        r.attention,
-        r.checkpointing,
-    );
-    let logits = match r.objective {
-        Objective::CausalLm => {
-            let per = match r.loss {
-                Loss::Standard => LOGITS_BYTES_PER_VOCAB_TOKEN,
-                Loss::Chunked => CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN,
-            };
-            tokens * f64::from(a.vocab) * per
-        }
-        Objective::Classification => 0.0,
-    };
-    // The step's temporaries and the backward activations never coexist.
-    let (acts, logits, temp) = if acts + logits >= temp {
-        (acts, logits, 0.0)
-    } else {
-        (0.0, 0.0, temp)
-    };
     b.add("activations", "Activations", acts, Layer::Tensor);
     b.add("logits", "Logits and loss", logits, Layer::Tensor);
     b.add(
@@ -198,11 +249,16 @@ mod tests {
     }
 
     #[test]
-    fn mixed_adamw_is_18_bytes_per_param_of_model_state() {
+    fn mixed_adamw_step_is_20_bytes_per_param() {
+        // At the step of a short sequence: fp32 weights (4), grads (4), AdamW moments (8) and
+        // foreach AdamW's `_foreach_sqrt` temporary (4).
         let b = est("precision = \"bf16-mixed\"\nseq = 16\n");
         let p = 8_030_261_248.0;
-        let states = (b.get("weights") + b.get("gradients") + b.get("optimizer_states")) as f64;
-        assert!((states - 18.0 * p).abs() < 16.0, "{states}");
+        let states = (b.get("weights")
+            + b.get("gradients")
+            + b.get("optimizer_states")
+            + b.get("workspace")) as f64;
+        assert!((states - 20.0 * p).abs() < 16.0, "{states}");
     }
 
     #[test]

@@ -42,44 +42,104 @@ import workload  # noqa: E402
 BLOCK = 512  # kMinBlockSize, c10/cuda/CUDACachingAllocator.cpp
 
 
+def _key(t):
+    s = t.untyped_storage()
+    return id(s) if not hasattr(s, "_cdata") else s._cdata
+
+
 def _round(n):
     return max(BLOCK, (n + BLOCK - 1) // BLOCK * BLOCK) if n else 0
 
 
 class LiveBytes(TorchDispatchMode):
-    """Live storage bytes as the caching allocator would count them (allocated, not reserved)."""
+    """Live storage bytes as the caching allocator would count them (allocated, not reserved).
+
+    Each storage is tagged with the phase that created it (`phase`: forward, logits — the ops from
+    the LM head on, backward, step); at the peak the live storages are grouped into the
+    components of `COMPONENTS` (see `components`)."""
 
     def __init__(self):
         super().__init__()
-        self.seen = set()
+        self.seen = {}  # storage key -> (rounded bytes, creating phase, op)
         self.live = 0
         self.peak = 0
+        self.phase = "before"
+        self.peak_phase = None
+        self.at_peak = None  # {key: (bytes, phase, op)} when the peak was last reached
+        self._rising = False
 
-    def register(self, t):
+    def register(self, t, op="input"):
         if not torch.is_tensor(t):
             return
         s = t.untyped_storage()
-        key = id(s) if not hasattr(s, "_cdata") else s._cdata
+        key = _key(t)
         if key in self.seen:
             return
-        self.seen.add(key)
         n = _round(s.nbytes())
+        self.seen[key] = (n, self.phase, op)
         self.live += n
-        self.peak = max(self.peak, self.live)
+        if self.live > self.peak:
+            self.peak = self.live
+            self.peak_phase = self.phase
+            self._rising = True
         weakref.finalize(s, self._free, key, n)
 
+    def _snapshot(self):
+        # Called just before the first free after a new peak: the live set is the peak's.
+        if self._rising and self.live == self.peak:
+            self.at_peak = dict(self.seen)
+        self._rising = False
+
     def _free(self, key, n):
-        self.seen.discard(key)
+        self._snapshot()
+        self.seen.pop(key, None)
         self.live -= n
+
+    def tag(self, t, what):
+        """Names what a live storage holds (weights, gradients, optimizer_states)."""
+        key = _key(t)
+        if key in self.seen:
+            n, _tag, op = self.seen[key]
+            self.seen[key] = (n, what, op)
 
     def reset_peak(self):
         self.peak = self.live
+        self.at_peak = dict(self.seen)
+        self._rising = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in tree_flatten(out)[0]:
-            self.register(t)
+            self.register(t, str(func))
         return out
+
+
+# Components of the peak, in the engine's breakdown terms (src/memory/training.rs): storages
+# tagged as what they hold (weights, gradients, optimizer states), the rest by the phase that
+# created them: forward (saved activations), logits (the LM head's output and the loss),
+# backward (gradients of activations, recomputed layers), step (the optimizer's temporaries).
+COMPONENTS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer_states",
+              "forward": "activations", "logits": "logits_loss", "backward": "backward_temporaries",
+              "step": "step_temporaries", "before": "inputs", "after": "step_temporaries"}
+
+
+def components(counter):
+    """Bytes live at the peak by component (see COMPONENTS)."""
+    counter._snapshot()
+    out = dict.fromkeys(COMPONENTS.values(), 0)
+    for n, tag, _op in (counter.at_peak or {}).values():
+        out[COMPONENTS[tag]] += n
+    return out
+
+
+def largest(counter, k):
+    """The k largest (component, creating op, bytes) groups live at the peak, for --top."""
+    counter._snapshot()
+    groups = {}
+    for n, tag, op in (counter.at_peak or {}).values():
+        g = groups.setdefault((COMPONENTS[tag], op, n), [0])
+        g[0] += 1
+    return sorted(((c * n, comp, op, n, c) for (comp, op, n), [c] in groups.items()), reverse=True)[:k]
 
 
 def unsupported(w):
@@ -145,8 +205,9 @@ def _swap_fake(t1, t2):
     _swap_tensors(t1, t2)
 
 
-def step_peak(w, fake=True):
-    """Peak live bytes of the second training step (weights, grads, states, activations)."""
+def step_peak(w, fake=True, top=0):
+    """Peak live bytes of the second training step, what is live then by component, and the
+    phase (forward, logits, backward, step) in which the peak was reached."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     r = w.run
     mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
@@ -170,25 +231,43 @@ def step_peak(w, fake=True):
         ids = torch.randint(0, w.model.config["vocab_size"], (r.batch, r.seq))
         counter.register(ids)
         mixed = r.precision == "bf16-mixed"
-        peaks = []
+        for t in list(m.parameters()) + list(m.buffers()):
+            counter.tag(t, "weights")
+        for p in trainable:
+            p.register_post_accumulate_grad_hook(lambda p: counter.tag(p.grad, "gradients"))
+        head = m.get_output_embeddings()
+
+        def logits_phase(_mod, _args):
+            counter.phase = "logits"
+        head.register_forward_pre_hook(logits_phase)
         with counter:
             for _step in range(2):
                 counter.reset_peak()
                 for _micro in range(r.grad_accum):
+                    counter.phase = "forward"
                     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
                         loss = m(input_ids=ids, labels=ids).loss / r.grad_accum
+                    counter.phase = "backward"
                     loss.backward()
                     del loss
+                counter.phase = "step"
                 opt.step()
+                for st in opt.state.values():
+                    for v in st.values():
+                        if torch.is_tensor(v):
+                            counter.tag(v, "optimizer_states")
+                counter.phase = "after"
                 opt.zero_grad(set_to_none=True)
-                peaks.append(counter.peak)
-        return peaks[-1]
+        if top:
+            for total, comp, op, n, c in largest(counter, top):
+                print(f"  {total / 2**20:10.1f} MiB  {comp:20} {c:4} x {n / 2**20:9.2f} MiB  {op}", file=sys.stderr)
+        return counter.peak, components(counter), counter.peak_phase
     finally:
         if mode is not None:
             mode.__exit__(None, None, None)
 
 
-def row(w, peak):
+def row(w, peak, parts, phase):
     """One row in the reference schema (tests/calibration_dry_run.rs SCHEMA) that
     `vram-doctor accuracy --reference` reads as a harness row."""
     r = w.run
@@ -197,7 +276,8 @@ def row(w, peak):
             "workload": kind, "model": w.model.name, "arch": None, "dtype": r.precision, "quant": None,
             "batch": r.batch, "seq": r.seq, "mode": f"{r.method} {r.optimizer} checkpointing={r.checkpointing}",
             "extras": {"workload_file": os.path.relpath(w.path, REPO), "compare_with": "peak.tensors_bytes",
-                       "dry_run": False, "simulated": True, "tensors_bytes": peak, "torch": torch.__version__},
+                       "dry_run": False, "simulated": True, "tensors_bytes": peak, "peak_phase": phase,
+                       "peak_components": parts, "torch": torch.__version__},
             "measured_gib": round(peak / 2**30, 6),
             "metric": "peak allocated bytes of the second step, 512 B blocks, simulated on fake tensors",
             "notes": "Simulated, not measured: kernel workspaces and the CUDA context are not included."}
@@ -216,8 +296,8 @@ def self_check():
         w.run.method, w.run.precision, w.run.task = method, prec, "training"
         w.run.batch, w.run.seq = 2, 128
         torch.manual_seed(0)
-        real = step_peak(w, fake=False)
-        sim = step_peak(w, fake=True)
+        real = step_peak(w, fake=False)[0]
+        sim = step_peak(w, fake=True)[0]
         print(f"{method:5} {prec:11} real {real} B  fake {sim} B  {'same' if real == sim else 'DIFFERENT'}")
         ok &= real == sim
     return ok
@@ -228,6 +308,7 @@ def main(argv):
     ap.add_argument("files", nargs="*")
     ap.add_argument("--out")
     ap.add_argument("--self-check", action="store_true")
+    ap.add_argument("--top", type=int, default=0, help="print the N largest groups of tensors live at the peak")
     a = ap.parse_args(argv)
     if a.self_check:
         return 0 if self_check() else 1
@@ -241,7 +322,7 @@ def main(argv):
             print(f"{f}: not simulated: {why}", file=sys.stderr)
             status = 2
             continue
-        rows.append(row(w, step_peak(w)))
+        rows.append(row(w, *step_peak(w, top=a.top)))
         print(json.dumps(rows[-1]), flush=True)
     if a.out:
         tmp = a.out + ".tmp"
