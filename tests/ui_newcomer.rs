@@ -156,8 +156,10 @@ const LLM_PLANS: &[&str] = &[
     "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\n",
     // micro-batch
     "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\nbatch = 8\n",
-    // 8-bit optimizer
-    "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\nbatch = 16\nseq = 8192\n",
+    // 8-bit optimizer (a full fine-tune whose optimizer states dominate once checkpointing and
+    // chunked loss are on; the QLoRA run that used to show it stopped recommending it when the
+    // training peak became the largest of its moments, f72451c)
+    "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.2-3b\"\n[run]\ntask = \"training\"\nmethod = \"full\"\nseq = 512\ncheckpointing = \"full\"\nloss = \"chunked\"\n",
     // pure bf16 + ZeRO
     "[gpu]\npreset = \"rtx-4090\"\ncount = 4\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nbatch = 4\nseq = 2048\n",
     // a smaller batch
