@@ -27,6 +27,7 @@
 //! blank, a time that cannot be read, or a row of the wrong width refuses the file, naming the
 //! line.
 
+use super::format::split_csv;
 use super::pdh::Counters;
 
 /// At most this many bytes are read (an hour of 1 s samples of a few hundred instances is ~30 MB).
@@ -49,27 +50,6 @@ enum Column {
     ProcessShared,
     ProcessId,
     Other,
-}
-
-/// One CSV line split into fields: quoted fields may hold commas and doubled quotes (RFC 4180).
-fn fields(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
 }
 
 /// `\\MACHINE\Object(Instance)\Counter` (or without the machine) → (object, instance, counter).
@@ -161,7 +141,7 @@ pub fn parse(text: &str) -> Result<Recording, String> {
     let Some((_, header)) = lines.next() else {
         return Err("empty file: no typeperf header".into());
     };
-    let names = fields(header.trim_start_matches('\u{feff}'));
+    let names = split_csv(header.trim_start_matches('\u{feff}'));
     let bias = bias_minutes(&names[0]).ok_or_else(|| {
         format!(
             "line 1: not a typeperf CSV: its first column is {:?}, not \"(PDH-CSV 4.0) (time zone)(bias)\"",
@@ -178,7 +158,7 @@ pub fn parse(text: &str) -> Result<Recording, String> {
     }
     let mut samples = Vec::new();
     for (i, line) in lines {
-        let row = fields(line);
+        let row = split_csv(line);
         if row.len() != names.len() {
             return Err(format!(
                 "line {}: {} fields where the header has {}",
@@ -276,7 +256,7 @@ mod tests {
             split_path(r"\Process(a (b))\ID Process"),
             Some(("Process", "a (b)", "ID Process"))
         );
-        assert_eq!(fields(r#""a,b","c""d"," ""#), vec!["a,b", "c\"d", " "]);
+        assert_eq!(split_csv(r#""a,b","c""d"," ""#), vec!["a,b", "c\"d", " "]);
         assert_eq!(
             bias_minutes("(PDH-CSV 4.0) (W. Europe Standard Time)(-60)"),
             Some(-60)
