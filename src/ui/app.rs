@@ -8,6 +8,7 @@ use super::gpu_picker::GpuPicker;
 use super::i18n::{self, Lang, tr};
 use super::monitor::MonitorView;
 use super::planner::PlannerView;
+use super::probe;
 use serde::{Deserialize, Serialize};
 
 /// Everything that survives a restart. Views keep their transient parts `#[serde(skip)]`.
@@ -28,6 +29,8 @@ pub struct VramDoctorApp {
     pub state: AppState,
     /// The top bar's GPU picker; what it picks is the planner's `[gpu]`, saved with the planner.
     gpu_picker: GpuPicker,
+    /// Where the app puts what it shows for the probe (`VRAM_DOCTOR_PROBE`), when it is on.
+    probe: Option<probe::Shared>,
 }
 
 impl VramDoctorApp {
@@ -59,7 +62,25 @@ impl VramDoctorApp {
         VramDoctorApp {
             state,
             gpu_picker: GpuPicker::default(),
+            probe: probe::install(&cc.egui_ctx),
         }
+    }
+
+    /// What the app shows, for the probe: the tab, the language, the planner's workload and the
+    /// result of planning it (what `plan --json` prints for it), the doctor's reading.
+    fn probe_state(&mut self) -> serde_json::Value {
+        let s = &mut self.state;
+        let planned = s.planner.plan_result();
+        serde_json::json!({
+            "tab": s.tab,
+            "lang": s.lang,
+            "planner": {
+                "workload": s.planner.workload,
+                "result": planned.as_ref().ok().map(|(_, r)| r),
+                "error": planned.as_ref().err(),
+            },
+            "doctor": { "note": s.doctor.note() },
+        })
     }
 }
 
@@ -138,6 +159,12 @@ impl eframe::App for VramDoctorApp {
         self.frame_ui(ui);
         let pressing = ui.input(|i| i.pointer.any_down());
         self.state.planner.record(before, pressing);
+        if self.probe.is_some() {
+            let shown = self.probe_state();
+            if let Some(Ok(mut p)) = self.probe.as_ref().map(|p| p.lock()) {
+                *p = shown;
+            }
+        }
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {

@@ -103,6 +103,11 @@ impl DoctorView {
         }
     }
 
+    /// What reading the message found (or why it could not start), as shown under the buttons.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
     /// Says why the planner could not take a fix's fields, in the tab where it was clicked.
     pub fn planner_refused(&mut self, why: String) {
         self.note = Some(trf(

@@ -13,6 +13,7 @@ mod gpu_picker;
 pub mod i18n;
 pub mod monitor;
 pub mod planner;
+pub mod probe;
 mod widgets;
 
 pub use app::{AppState, VramDoctorApp};
