@@ -1,5 +1,7 @@
 //! `vram-doctor accuracy`: the accuracy benchmark against measured reference data.
 
+use super::CliError;
+use super::out::{out, outln};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -21,7 +23,7 @@ pub struct AccuracyArgs {
 
 const SPEED_REFERENCE: &str = "tests/data/speed-llama-cpp.jsonl";
 
-pub fn run(a: &AccuracyArgs) -> Result<(), String> {
+pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
     let report = crate::accuracy::run_file(&a.reference)?;
     let speed = crate::accuracy::speed_rows::run_file(&a.speed_reference)?;
     if a.json {
@@ -35,15 +37,15 @@ pub fn run(a: &AccuracyArgs) -> Result<(), String> {
                 "skipped": speed.skipped,
             },
         });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        )?;
     } else {
-        println!("accuracy against {}\n", a.reference.display());
-        print!("{}", report.render(a.verbose));
-        println!("\nspeed against {}\n", a.speed_reference.display());
-        print!("{}", speed.render(a.verbose));
+        outln!("accuracy against {}\n", a.reference.display())?;
+        out!("{}", report.render(a.verbose))?;
+        outln!("\nspeed against {}\n", a.speed_reference.display())?;
+        out!("{}", speed.render(a.verbose))?;
     }
     Ok(())
 }

@@ -29,6 +29,9 @@ pub enum CliError {
     Environment(String),
     #[error(transparent)]
     File(#[from] FileError),
+    /// Whoever read stdout closed it (`vram-doctor accuracy | head`): exit 1, without a message.
+    #[error("stdout was closed before everything was written")]
+    StdoutClosed,
 }
 
 impl From<String> for CliError {
@@ -46,13 +49,18 @@ impl From<&str> for CliError {
 impl CliError {
     /// Writing to stdout failed (a closed pipe, a full disk behind a redirection).
     pub fn stdout(e: &std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return CliError::StdoutClosed;
+        }
         CliError::Environment(format!("cannot write to stdout: {e}"))
     }
 
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::BadInput(_) | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,
-            CliError::Environment(_) | CliError::File(FileError::Io { .. }) => EXIT_ENVIRONMENT,
+            CliError::Environment(_)
+            | CliError::StdoutClosed
+            | CliError::File(FileError::Io { .. }) => EXIT_ENVIRONMENT,
         }
     }
 }

@@ -1,5 +1,7 @@
 //! `vram-doctor inspect PATH [--json]`: what the importers read from a model file or folder.
 
+use super::CliError;
+use super::out::outln;
 use crate::import::{self, DiffusersPipeline, Imported, ImportedModel};
 use crate::memory::{Engine, KvDtype, kv_cache::kv_cache_bytes};
 use crate::units::human;
@@ -16,19 +18,18 @@ pub struct InspectArgs {
     pub json: bool,
 }
 
-pub fn run(a: &InspectArgs) -> Result<(), String> {
+pub fn run(a: &InspectArgs) -> Result<(), CliError> {
     let imported = import::import(&a.path)?;
     if a.json {
         let text = serde_json::to_string_pretty(&imported)
             .map_err(|e| format!("cannot write JSON: {e}"))?;
-        println!("{text}");
+        outln!("{text}")?;
         return Ok(());
     }
     match &imported {
         Imported::Model(m) => print_model(m),
         Imported::Pipeline(p) => print_pipeline(p),
     }
-    Ok(())
 }
 
 /// 8030261248 → "8,030,261,248".
@@ -44,11 +45,11 @@ fn grouped(n: u64) -> String {
     out
 }
 
-fn row(label: &str, value: impl std::fmt::Display) {
-    println!("{label:<13} {value}");
+fn row(label: &str, value: impl std::fmt::Display) -> Result<(), CliError> {
+    outln!("{label:<13} {value}")
 }
 
-fn print_model(m: &ImportedModel) {
+fn print_model(m: &ImportedModel) -> Result<(), CliError> {
     let source = match m.source {
         import::SourceFormat::HfConfig => "config.json",
         import::SourceFormat::Safetensors => "config.json + safetensors headers",
@@ -57,9 +58,9 @@ fn print_model(m: &ImportedModel) {
     row(
         "model",
         format_args!("{} ({}), read from {source}", m.name, m.model_type),
-    );
+    )?;
     for f in &m.files {
-        row("file", f.display());
+        row("file", f.display())?;
     }
     let mut params = Vec::new();
     if let Some(n) = m.params_in_files {
@@ -68,7 +69,7 @@ fn print_model(m: &ImportedModel) {
     if let Some(n) = m.params_by_shape {
         params.push(format!("{} from the config's shapes", grouped(n)));
     }
-    row("parameters", params.join(" · "));
+    row("parameters", params.join(" · "))?;
     let format = m
         .weights
         .map_or("not stated".to_string(), |w| w.to_string());
@@ -86,9 +87,9 @@ fn print_model(m: &ImportedModel) {
                     human(total),
                     parts.join(", ")
                 ),
-            );
+            )?;
         }
-        None => row("weights", format),
+        None => row("weights", format)?,
     }
     let a = &m.arch;
     let mlp = match a.mlp {
@@ -112,7 +113,7 @@ fn print_model(m: &ImportedModel) {
                 ""
             }
         ),
-    );
+    )?;
     let mut ctx = a
         .max_context
         .map_or("not stated".to_string(), |c| format!("{c} tokens"));
@@ -122,7 +123,7 @@ fn print_model(m: &ImportedModel) {
             None => format!(" · sliding window {w} (all layers)"),
         };
     }
-    row("context", ctx);
+    row("context", ctx)?;
     if let Some(x) = &a.moe {
         row(
             "experts",
@@ -130,7 +131,7 @@ fn print_model(m: &ImportedModel) {
                 "{} routed ({} per token) of width {} · {} shared · {} dense layers",
                 x.experts, x.active, x.expert_intermediate, x.shared_experts, x.dense_layers
             ),
-        );
+        )?;
     }
     if let Some(x) = &a.mla {
         row(
@@ -141,7 +142,7 @@ fn print_model(m: &ImportedModel) {
                 x.qk_rope_head_dim,
                 x.q_lora_rank.map_or("none".to_string(), |r| r.to_string())
             ),
-        );
+        )?;
     }
     let per_token = kv_cache_bytes(a, 1, 1, KvDtype::Fp16, Engine::Vllm, 1);
     row(
@@ -150,7 +151,7 @@ fn print_model(m: &ImportedModel) {
             "{} per token at fp16 (vLLM/llama.cpp layout)",
             human(per_token as u64)
         ),
-    );
+    )?;
     if let Some(g) = &m.gguf {
         row(
             "GGUF",
@@ -164,7 +165,7 @@ fn print_model(m: &ImportedModel) {
                 g.shards,
                 human(g.kv_bytes_per_token_f16)
             ),
-        );
+        )?;
         row(
             "placement",
             format_args!(
@@ -176,31 +177,37 @@ fn print_model(m: &ImportedModel) {
                     human(g.output_bytes)
                 }
             ),
-        );
+        )?;
     }
     for n in &m.notes {
-        row("note", n);
+        row("note", n)?;
     }
+    Ok(())
 }
 
-fn print_pipeline(p: &DiffusersPipeline) {
-    row("pipeline", format_args!("{} ({})", p.name, p.class_name));
-    println!(
+fn print_pipeline(p: &DiffusersPipeline) -> Result<(), CliError> {
+    row("pipeline", format_args!("{} ({})", p.name, p.class_name))?;
+    outln!(
         "{:<18} {:<34} {:>16} {:>10}",
-        "COMPONENT", "CLASS", "PARAMETERS", "SIZE"
-    );
+        "COMPONENT",
+        "CLASS",
+        "PARAMETERS",
+        "SIZE"
+    )?;
     for c in &p.components {
         let params = c.params.map_or("-".to_string(), grouped);
         let size = c.weight_bytes.map_or("-".to_string(), human);
-        println!(
+        outln!(
             "{:<18} {:<34} {params:>16} {size:>10}",
-            c.name, c.class_name
-        );
+            c.name,
+            c.class_name
+        )?;
         for n in &c.notes {
-            println!("  note: {n}");
+            outln!("  note: {n}")?;
         }
     }
-    row("total", human(p.weight_bytes()));
+    row("total", human(p.weight_bytes()))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod diagnose;
 mod error;
 mod inspect;
 mod monitor;
+pub(crate) mod out;
 mod plan;
 mod presets;
 mod run;
@@ -61,12 +62,12 @@ pub enum Command {
 /// Runs a parsed command; prints errors as one line and returns the exit status.
 pub fn run(cmd: Command) -> ExitCode {
     let result: Result<(), CliError> = match cmd {
-        Command::Plan(a) => plan::run(&a).map_err(CliError::from),
-        Command::Presets(a) => presets::run(&a).map_err(CliError::from),
-        Command::Accuracy(a) => accuracy::run(&a).map_err(CliError::from),
+        Command::Plan(a) => plan::run(&a),
+        Command::Presets(a) => presets::run(&a),
+        Command::Accuracy(a) => accuracy::run(&a),
         Command::Monitor(a) => return monitor::run(&a),
         Command::Diagnose(a) => diagnose::run(&a),
-        Command::Inspect(a) => inspect::run(&a).map_err(CliError::from),
+        Command::Inspect(a) => inspect::run(&a),
         Command::Run(a) => return run::run(&a),
     };
     match result {
@@ -75,8 +76,11 @@ pub fn run(cmd: Command) -> ExitCode {
     }
 }
 
-/// Prints `e` as one line and returns its exit status.
+/// Prints `e` as one line and returns its exit status; a closed stdout (`| head`) is not
+/// reported, the reader stopped reading on purpose.
 pub(crate) fn fail(e: &CliError) -> ExitCode {
-    eprintln!("error: {}", crate::printable::printable(&e.to_string()));
+    if !matches!(e, CliError::StdoutClosed) {
+        eprintln!("error: {}", crate::printable::printable(&e.to_string()));
+    }
     ExitCode::from(e.exit_code())
 }

@@ -295,14 +295,10 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
             t.push_str(&render(snap, secs, session.alerts()));
             t
         };
-        // A closed pipe (`| head`) ends the command quietly.
-        if out
-            .write_all(text.as_bytes())
+        // A closed pipe (`| head`) ends the command quietly with status 1, a full disk says so.
+        out.write_all(text.as_bytes())
             .and_then(|()| out.flush())
-            .is_err()
-        {
-            break;
-        }
+            .map_err(|e| CliError::stdout(&e))?;
         shown += 1;
         if limit.is_some_and(|n| shown >= n) {
             // One reading asked for, and the server did not answer: a script learns it.

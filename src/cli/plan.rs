@@ -1,5 +1,7 @@
 //! `vram-doctor plan`: a workload from a file and/or flags → breakdown, verdict and plan.
 
+use super::CliError;
+use super::out::{out, outln};
 use crate::memory::any::AnyWorkload;
 use crate::memory::{Workload, WorkloadFile};
 use crate::plan::{PlanResult, plan_any};
@@ -315,16 +317,16 @@ fn set<T>(slot: &mut Option<T>, v: Option<T>) {
     }
 }
 
-pub fn run(a: &PlanArgs) -> Result<(), String> {
+pub fn run(a: &PlanArgs) -> Result<(), CliError> {
     if let Some(path) = &a.workflow {
         return super::workflow::run(a, path);
     }
     let w = a.resolve_any()?;
     if a.print_resolved {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&w).map_err(|e| e.to_string())?
-        );
+        )?;
         return Ok(());
     }
     let result = plan_any(&w);
@@ -332,18 +334,18 @@ pub fn run(a: &PlanArgs) -> Result<(), String> {
         return export(a, &w, &result);
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?
-        );
+        )?;
     } else {
-        print!("{}", render(&title(&w), &result));
+        out!("{}", render(&title(&w), &result))?;
     }
     Ok(())
 }
 
 /// `--export`: renders the asked kinds of the planned workload and prints or writes them.
-fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), String> {
+fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), CliError> {
     use crate::export::{ExportKind, kinds_for, render};
     let mut kinds: Vec<ExportKind> = Vec::new();
     for name in &a.export {
@@ -368,7 +370,7 @@ fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), Stri
         Some(out) if texts.len() == 1 && !out.is_dir() && !names_folder(out) => {
             crate::atomic_write::write_atomic(out, &texts[0].1)
                 .map_err(|e| format!("--out {e}"))?;
-            println!("wrote {}", out.display());
+            outln!("wrote {}", out.display())?;
         }
         Some(dir) => {
             let files: Vec<(&str, &str)> = texts
@@ -378,13 +380,13 @@ fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), Stri
             for path in
                 crate::atomic_write::write_set(dir, &files).map_err(|e| format!("--out {e}"))?
             {
-                println!("wrote {}", path.display());
+                outln!("wrote {}", path.display())?;
             }
         }
-        None if texts.len() == 1 => print!("{}", texts[0].1),
+        None if texts.len() == 1 => out!("{}", texts[0].1)?,
         None => {
             for (k, t) in &texts {
-                println!("==> {} <==\n{t}", k.file_name());
+                outln!("==> {} <==\n{t}", k.file_name())?;
             }
         }
     }

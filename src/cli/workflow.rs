@@ -1,5 +1,7 @@
 //! `vram-doctor plan --workflow FILE`: a ComfyUI workflow planned pass by pass on a card.
 
+use super::CliError;
+use super::out::{out, outln};
 use super::plan::{PlanArgs, render, title};
 use crate::import::comfy;
 use crate::memory::any::AnyWorkload;
@@ -54,7 +56,7 @@ fn gib_flag(flag: &str, v: Option<f64>) -> Result<Option<u64>, String> {
     }
 }
 
-pub fn run(a: &PlanArgs, path: &Path) -> Result<(), String> {
+pub fn run(a: &PlanArgs, path: &Path) -> Result<(), CliError> {
     refuse_run_flags(a)?;
     let answers = Answers::parse(&a.comfy_file)?;
     let wf = comfy::read(path)?;
@@ -78,14 +80,14 @@ pub fn run(a: &PlanArgs, path: &Path) -> Result<(), String> {
             result: &result,
             workflow: &wp,
         };
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        )?;
     } else {
-        print!("{}", describe(path, &wp));
-        println!();
-        print!("{}", render(&title(&peak), &result));
+        out!("{}", describe(path, &wp))?;
+        outln!()?;
+        out!("{}", render(&title(&peak), &result))?;
     }
     Ok(())
 }
