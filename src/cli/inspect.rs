@@ -89,7 +89,16 @@ fn print_model(m: &ImportedModel) -> Result<(), CliError> {
                 ),
             )?;
         }
-        None => row("weights", format)?,
+        None => match m.config_weight_bytes {
+            Some(total) => row(
+                "weights",
+                format_args!(
+                    "{format} · {} as its quantization_config stores them",
+                    human(total)
+                ),
+            )?,
+            None => row("weights", format)?,
+        },
     }
     let a = &m.arch;
     let mlp = match a.mlp {

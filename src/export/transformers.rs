@@ -64,6 +64,7 @@ pub fn format_note(weights: WeightFormat) -> Option<String> {
     match weights {
         WeightFormat::Fp8 => Some("fp8 weights: load an FP8 checkpoint (its config.json carries the quantization_config), or pass quantization_config=FineGrainedFP8Config().".into()),
         WeightFormat::Gptq4 | WeightFormat::Gptq8 => Some("GPTQ weights: load a GPTQ checkpoint; its config.json carries the quantization_config (needs gptqmodel or auto-gptq).".into()),
+        WeightFormat::W4a16 | WeightFormat::W8a8 | WeightFormat::Nvfp4 => Some(format!("{weights} weights: load the compressed-tensors / ModelOpt checkpoint; its config.json carries the quantization_config (needs the compressed-tensors package; NVFP4 kernels need a Blackwell GPU).")),
         WeightFormat::Awq4 => Some("AWQ weights: load an AWQ checkpoint; its config.json carries the quantization_config (needs autoawq).".into()),
         WeightFormat::Mxfp4 => Some("MXFP4 weights: load the MXFP4 checkpoint (its config.json carries the quantization_config); transformers keeps the experts packed only with its MXFP4 kernels (`kernels` package, a recent GPU), else it dequantizes them to bf16 on load (quantizers/quantizer_mxfp4.py).".into()),
         WeightFormat::Gguf(_) => Some("GGUF weights: transformers dequantizes them on load (gguf_file=...); run them with llama.cpp to keep them small.".into()),

@@ -27,17 +27,23 @@ pub fn render(w: &Workload) -> String {
         w.model_name, w.gpu.count, w.gpu.name, r.weights, r.batch, r.seq
     )];
     let mut flags: Vec<(&str, Option<String>)> = Vec::new();
-    // GPTQ and AWQ checkpoints name their method in config.json, from which vLLM picks its
-    // fastest kernel (Marlin where it can); their kernels take fp16 activations.
-    let prequantized = matches!(
+    // GPTQ, AWQ and compressed-tensors / ModelOpt checkpoints name their method in
+    // config.json, from which vLLM picks its fastest kernel (Marlin where it can); GPTQ and AWQ
+    // kernels take fp16 activations.
+    let fp16_kernels = matches!(
         r.weights,
         WeightFormat::Gptq4 | WeightFormat::Gptq8 | WeightFormat::Awq4
     );
+    let prequantized = fp16_kernels
+        || matches!(
+            r.weights,
+            WeightFormat::W4a16 | WeightFormat::W8a8 | WeightFormat::Nvfp4
+        );
     let dtype = match r.weights {
         WeightFormat::Fp32 => "float32",
         WeightFormat::Fp16 => "float16",
         WeightFormat::Bf16 => "bfloat16",
-        _ if prequantized || !w.gpu.bf16 => "float16",
+        _ if fp16_kernels || !w.gpu.bf16 => "float16",
         _ => "bfloat16",
     };
     flags.push(("--dtype", Some(dtype.into())));

@@ -387,6 +387,7 @@ pub fn from_header(
         params_by_shape: None,
         params_in_files: Some(params),
         weight_bytes: Some(h.tensor_bytes()),
+        config_weight_bytes: None,
         weight_bytes_by_dtype: h.bytes_by_type(),
         gguf: Some(GgufSummary {
             version: h.version,

@@ -6,6 +6,7 @@
 //! files rely on) are data in `presets/hf_architectures.toml`.
 
 use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm};
+use super::hf_quant;
 use super::hf_vision;
 use super::{ImportedModel, SourceFormat};
 use crate::types::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
@@ -336,8 +337,15 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         notes.push("the multi-token-prediction layers (num_nextn_predict_layers) are not counted: inference engines skip them by default".into());
     }
     let arch = to_arch(&layout, count, &cfg, conv)?;
-    let (weights, wnote) = weight_format(&root, text_v);
-    notes.extend(wnote);
+    let stored = stored(&root, text_v, &layout, count, vision_params)
+        .map_err(|e| format!("{origin}: {e}"))?;
+    let (weights, config_weight_bytes) = match stored {
+        Some(s) => {
+            notes.extend(s.notes);
+            (Some(s.format), s.bytes)
+        }
+        None => (None, None),
+    };
     let name = root
         .get("_name_or_path")
         .and_then(|n| n.as_str())
@@ -359,6 +367,7 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         params_by_shape: Some(count),
         params_in_files: None,
         weight_bytes: None,
+        config_weight_bytes,
         weight_bytes_by_dtype: BTreeMap::new(),
         gguf: None,
         notes,
@@ -984,78 +993,54 @@ fn layer_types(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<BlockCache>>, 
     ))
 }
 
-/// The weight format a config declares: `quantization_config` first (transformers
-/// `quantizers/auto.py` method names), else `torch_dtype` (`dtype` in newer files).
-fn weight_format(root: &Value, text: &Value) -> (Option<WeightFormat>, Option<String>) {
-    let q = root
-        .get("quantization_config")
-        .or_else(|| text.get("quantization_config"));
-    if let Some(q) = q.filter(|q| q.is_object()) {
-        let method = q
-            .get("quant_method")
-            .and_then(|m| m.as_str())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        let bits = q
-            .get("bits")
-            .or_else(|| q.get("w_bit"))
-            .and_then(Value::as_u64);
-        let flag = |k: &str| q.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let f = match method.as_str() {
-            "bitsandbytes" if flag("load_in_4bit") => {
-                match q.get("bnb_4bit_quant_type").and_then(|t| t.as_str()) {
-                    Some("fp4") => Some(WeightFormat::Fp4),
-                    _ => Some(WeightFormat::Nf4),
-                }
-            }
-            "bitsandbytes" if flag("load_in_8bit") => Some(WeightFormat::Int8),
-            "gptq" => match bits {
-                Some(4) => Some(WeightFormat::Gptq4),
-                Some(8) => Some(WeightFormat::Gptq8),
-                _ => None,
-            },
-            "awq" if bits.is_none_or(|b| b == 4) => Some(WeightFormat::Awq4),
-            "fp8" | "fbgemm_fp8" => Some(WeightFormat::Fp8),
-            // gpt-oss: transformers `quantizers/quantizer_mxfp4.py` (quant_method "mxfp4").
-            "mxfp4" => Some(WeightFormat::Mxfp4),
-            "compressed-tensors" if compressed_fp8(q) => Some(WeightFormat::Fp8),
-            _ => None,
-        };
-        return match f {
-            Some(f) => (Some(f), None),
-            None => (
-                None,
-                Some(format!(
-                    "quantization_config {} is not one the engine models; choose the weight format by hand",
-                    super::reader::shown(&method)
-                )),
-            ),
-        };
-    }
+/// The 16-bit dtype a config declares (`torch_dtype`, `dtype` in newer files), its own or
+/// its text model's.
+fn declared_dtype(root: &Value, text: &Value) -> Option<WeightFormat> {
     let dtype = root
         .get("torch_dtype")
         .or_else(|| root.get("dtype"))
-        .or_else(|| text.get("torch_dtype"));
-    let f = match dtype.and_then(|d| d.as_str()) {
+        .or_else(|| text.get("torch_dtype"))
+        .or_else(|| text.get("dtype"));
+    match dtype.and_then(|d| d.as_str()) {
         Some("bfloat16") => Some(WeightFormat::Bf16),
         Some("float16") => Some(WeightFormat::Fp16),
         Some("float32") => Some(WeightFormat::Fp32),
         _ => None,
-    };
-    (f, None)
+    }
 }
 
-/// compressed-tensors (llm-compressor) configs whose weight groups are 8-bit floats.
-fn compressed_fp8(q: &Value) -> bool {
-    let Some(groups) = q.get("config_groups").and_then(|g| g.as_object()) else {
-        return false;
-    };
-    !groups.is_empty()
-        && groups.values().all(|g| {
-            let w = g.get("weights");
-            w.and_then(|w| w.get("num_bits")).and_then(Value::as_u64) == Some(8)
-                && w.and_then(|w| w.get("type")).and_then(|t| t.as_str()) == Some("float")
-        })
+/// The weights as the config says they are stored: its `quantization_config` read module by
+/// module (`hf_quant`), else its dtype.
+fn stored(
+    root: &Value,
+    text: &Value,
+    layout: &Layout,
+    total: u64,
+    vision: u64,
+) -> Result<Option<hf_quant::Stored>, String> {
+    let dtype = declared_dtype(root, text);
+    let q = root
+        .get("quantization_config")
+        .or_else(|| text.get("quantization_config"));
+    match q {
+        Some(q) if q.is_object() => {
+            let dtype_bytes = if dtype == Some(WeightFormat::Fp32) {
+                4.0
+            } else {
+                2.0
+            };
+            hf_quant::read(q, layout, total, vision, dtype_bytes).map(Some)
+        }
+        Some(Value::Null) | None => Ok(dtype.map(|format| hf_quant::Stored {
+            format,
+            bytes: None,
+            notes: Vec::new(),
+        })),
+        Some(other) => Err(format!(
+            "quantization_config must be an object, not {}",
+            super::reader::shown(&other.to_string())
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -1095,39 +1080,5 @@ mod tests {
             "Llama-3.1-8B"
         );
         assert_eq!(name_from_path(Path::new("config.json")), "model");
-    }
-
-    #[test]
-    fn quantization_config_sets_the_format() {
-        let f = |q: &str| weight_format(&serde_json::from_str(q).unwrap(), &Value::Null).0;
-        assert_eq!(
-            f(r#"{"quantization_config":{"quant_method":"gptq","bits":4}}"#),
-            Some(WeightFormat::Gptq4)
-        );
-        assert_eq!(
-            f(r#"{"quantization_config":{"quant_method":"gptq","bits":8}}"#),
-            Some(WeightFormat::Gptq8)
-        );
-        assert_eq!(
-            f(r#"{"quantization_config":{"quant_method":"awq","bits":4}}"#),
-            Some(WeightFormat::Awq4)
-        );
-        assert_eq!(
-            f(
-                r#"{"quantization_config":{"quant_method":"bitsandbytes","load_in_4bit":true,"bnb_4bit_quant_type":"nf4"}}"#
-            ),
-            Some(WeightFormat::Nf4)
-        );
-        assert_eq!(
-            f(r#"{"quantization_config":{"quant_method":"bitsandbytes","load_in_8bit":true}}"#),
-            Some(WeightFormat::Int8)
-        );
-        assert_eq!(
-            f(r#"{"quantization_config":{"quant_method":"fp8","fmt":"e4m3"}}"#),
-            Some(WeightFormat::Fp8)
-        );
-        assert_eq!(f(r#"{"quantization_config":{"quant_method":"hqq"}}"#), None);
-        assert_eq!(f(r#"{"torch_dtype":"bfloat16"}"#), Some(WeightFormat::Bf16));
-        assert_eq!(f(r#"{"dtype":"float16"}"#), Some(WeightFormat::Fp16));
     }
 }

@@ -91,22 +91,6 @@ impl LinearAttention {
         2 * n(self.key_heads) * n(self.key_dim) + n(self.value_heads) * n(self.value_dim)
     }
 
-    /// in_proj_qkvz (q, k, v and the output gate z), in_proj_ba (β and α per value head),
-    /// conv1d (no bias), dt_bias, A_log, the gated RMSNorm over value_dim and out_proj.
-    fn params(&self, hidden: u32) -> u128 {
-        let h = n(hidden);
-        let (kd, vd) = (
-            n(self.key_heads) * n(self.key_dim),
-            n(self.value_heads) * n(self.value_dim),
-        );
-        let nv = n(self.value_heads);
-        linear(h, 2 * kd + 2 * vd, false)
-            .saturating_add(linear(h, 2 * nv, false))
-            .saturating_add(self.conv_channels().saturating_mul(n(self.conv_kernel)))
-            .saturating_add(2 * nv + n(self.value_dim))
-            .saturating_add(linear(vd, h, false))
-    }
-
     /// State elements per sequence: the convolution window (`conv_dim × kernel`, transformers
     /// `LinearAttentionLayer` keeps `conv_kernel_size` positions) and the recurrent state
     /// (value heads × key_dim × value_dim).
@@ -169,29 +153,98 @@ fn linear(inp: u128, out: u128, bias: bool) -> u128 {
         .saturating_add(if bias { out } else { 0 })
 }
 
-fn attention(l: &Layout) -> u128 {
+/// One `nn.Linear` of a block (or `copies` of the same shape: the routed experts), named as the
+/// Llama/Qwen/DeepSeek modeling files name it within the block (`self_attn.q_proj`,
+/// `mlp.experts.{e}.down_proj`), which is what quantization configs' module lists match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lin {
+    pub name: &'static str,
+    pub inp: u128,
+    pub out: u128,
+    pub bias: bool,
+    pub copies: u128,
+    /// A router or a shared-expert gate (not a projection).
+    pub router: bool,
+}
+
+impl Lin {
+    fn new(name: &'static str, inp: u128, out: u128, bias: bool) -> Self {
+        Lin {
+            name,
+            inp,
+            out,
+            bias,
+            copies: 1,
+            router: false,
+        }
+    }
+
+    fn params(&self) -> u128 {
+        linear(self.inp, self.out, self.bias).saturating_mul(self.copies)
+    }
+}
+
+/// A block's parameters: its linear layers and everything else (norms, convolutions, learned
+/// vectors).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parts {
+    pub linears: Vec<Lin>,
+    pub other: u128,
+}
+
+impl Parts {
+    fn params(&self) -> u128 {
+        self.linears
+            .iter()
+            .fold(self.other, |s, l| s.saturating_add(l.params()))
+    }
+
+    fn add(&mut self, more: Parts) {
+        self.linears.extend(more.linears);
+        self.other = self.other.saturating_add(more.other);
+    }
+}
+
+fn attention(l: &Layout) -> Parts {
     let h = n(l.hidden);
     if let Some(m) = &l.mla {
         // DeepSeek-V2 modeling: q_proj (or q_a_proj + q_a_layernorm + q_b_proj),
         // kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj.
         let heads = n(l.heads);
         let qk = n(m.qk_nope_head_dim) + n(m.qk_rope_head_dim);
-        let q = match m.q_lora_rank {
-            Some(r) => linear(h, n(r), l.qkv_bias) + n(r) + linear(n(r), heads * qk, false),
-            None => linear(h, heads * qk, false),
-        };
-        let kv_a =
-            linear(h, n(m.kv_lora_rank) + n(m.qk_rope_head_dim), l.qkv_bias) + n(m.kv_lora_rank);
-        let kv_b = linear(
+        let mut p = Parts::default();
+        match m.q_lora_rank {
+            Some(r) => {
+                p.linears
+                    .push(Lin::new("self_attn.q_a_proj", h, n(r), l.qkv_bias));
+                p.other += n(r);
+                p.linears
+                    .push(Lin::new("self_attn.q_b_proj", n(r), heads * qk, false));
+            }
+            None => p
+                .linears
+                .push(Lin::new("self_attn.q_proj", h, heads * qk, false)),
+        }
+        p.linears.push(Lin::new(
+            "self_attn.kv_a_proj_with_mqa",
+            h,
+            n(m.kv_lora_rank) + n(m.qk_rope_head_dim),
+            l.qkv_bias,
+        ));
+        p.other += n(m.kv_lora_rank);
+        p.linears.push(Lin::new(
+            "self_attn.kv_b_proj",
             n(m.kv_lora_rank),
             heads * (n(m.qk_nope_head_dim) + n(m.v_head_dim)),
             false,
-        );
-        let o = linear(heads * n(m.v_head_dim), h, l.o_bias);
-        return q
-            .saturating_add(kv_a)
-            .saturating_add(kv_b)
-            .saturating_add(o);
+        ));
+        p.linears.push(Lin::new(
+            "self_attn.o_proj",
+            heads * n(m.v_head_dim),
+            h,
+            l.o_bias,
+        ));
+        return p;
     }
     let q = n(l.heads) * n(l.head_dim);
     let kv = n(l.kv_heads) * n(l.head_dim);
@@ -201,76 +254,162 @@ fn attention(l: &Layout) -> u128 {
         QkNorm::Full => q + kv,
     };
     let sinks = if l.attention_sinks { n(l.heads) } else { 0 };
-    let gate = if l.gated_attention {
-        linear(h, q, l.qkv_bias)
-    } else {
-        0
-    };
-    linear(h, q + 2 * kv, l.qkv_bias)
-        .saturating_add(gate)
-        .saturating_add(linear(q, h, l.o_bias))
-        .saturating_add(qk_norm)
-        .saturating_add(sinks)
-}
-
-/// A feed-forward block of width `i`.
-fn mlp(l: &Layout, i: u32, bias: bool) -> u128 {
-    let (h, i) = (n(l.hidden), n(i));
-    let up = linear(h, i, bias);
-    let down = linear(i, h, bias);
-    match l.mlp {
-        Mlp::Gated => up.saturating_mul(2).saturating_add(down),
-        Mlp::Plain => up.saturating_add(down),
+    // A gated attention's q_proj also yields the gate (Qwen3-Next: `num_heads · head_dim · 2`).
+    let q_out = if l.gated_attention { 2 * q } else { q };
+    Parts {
+        linears: vec![
+            Lin::new("self_attn.q_proj", h, q_out, l.qkv_bias),
+            Lin::new("self_attn.k_proj", h, kv, l.qkv_bias),
+            Lin::new("self_attn.v_proj", h, kv, l.qkv_bias),
+            Lin::new("self_attn.o_proj", q, h, l.o_bias),
+        ],
+        other: qk_norm.saturating_add(sinks),
     }
 }
 
-fn moe_block(l: &Layout, m: &MoeSpec) -> u128 {
+/// The names of a feed-forward block's projections under one prefix.
+struct MlpNames {
+    gate: &'static str,
+    up: &'static str,
+    down: &'static str,
+}
+
+const DENSE: MlpNames = MlpNames {
+    gate: "mlp.gate_proj",
+    up: "mlp.up_proj",
+    down: "mlp.down_proj",
+};
+const EXPERTS: MlpNames = MlpNames {
+    gate: "mlp.experts.{e}.gate_proj",
+    up: "mlp.experts.{e}.up_proj",
+    down: "mlp.experts.{e}.down_proj",
+};
+/// Qwen-MoE's one `shared_expert`.
+const SHARED_EXPERT: MlpNames = MlpNames {
+    gate: "mlp.shared_expert.gate_proj",
+    up: "mlp.shared_expert.up_proj",
+    down: "mlp.shared_expert.down_proj",
+};
+/// DeepSeek's `shared_experts` (one MLP of their summed width).
+const SHARED_EXPERTS: MlpNames = MlpNames {
+    gate: "mlp.shared_experts.gate_proj",
+    up: "mlp.shared_experts.up_proj",
+    down: "mlp.shared_experts.down_proj",
+};
+
+/// A feed-forward block of width `i`, `copies` times.
+fn mlp(l: &Layout, i: u32, bias: bool, names: &MlpNames, copies: u128) -> Vec<Lin> {
+    let (h, i) = (n(l.hidden), n(i));
+    let mut v = Vec::with_capacity(3);
+    if l.mlp == Mlp::Gated {
+        v.push(Lin::new(names.gate, h, i, bias));
+    }
+    v.push(Lin::new(names.up, h, i, bias));
+    v.push(Lin::new(names.down, i, h, bias));
+    for x in &mut v {
+        x.copies = copies;
+    }
+    v
+}
+
+fn moe_block(l: &Layout, m: &MoeSpec) -> Parts {
     let h = n(l.hidden);
-    let experts = mlp(l, m.expert_intermediate, m.expert_bias).saturating_mul(n(m.experts));
-    let router = linear(h, n(m.experts), false) + if m.router_bias { n(m.experts) } else { 0 };
-    let shared = if m.shared_intermediate > 0 {
-        mlp(l, m.shared_intermediate, false)
-    } else {
-        0
+    let mut linears = mlp(
+        l,
+        m.expert_intermediate,
+        m.expert_bias,
+        &EXPERTS,
+        n(m.experts),
+    );
+    linears.push(Lin {
+        router: true,
+        ..Lin::new("mlp.gate", h, n(m.experts), false)
+    });
+    if m.shared_intermediate > 0 {
+        let names = match m.layout {
+            MoeLayout::Deepseek => &SHARED_EXPERTS,
+            _ => &SHARED_EXPERT,
+        };
+        linears.extend(mlp(l, m.shared_intermediate, false, names, 1));
+    }
+    if m.shared_gate {
+        linears.push(Lin {
+            router: true,
+            ..Lin::new("mlp.shared_expert_gate", h, 1, false)
+        });
+    }
+    Parts {
+        linears,
+        other: if m.router_bias { n(m.experts) } else { 0 },
+    }
+}
+
+impl LinearAttention {
+    /// in_proj_qkvz (q, k, v and the output gate z), in_proj_ba (β and α per value head),
+    /// conv1d (no bias), dt_bias, A_log, the gated RMSNorm over value_dim and out_proj.
+    fn parts(&self, hidden: u32) -> Parts {
+        let h = n(hidden);
+        let (kd, vd) = (
+            n(self.key_heads) * n(self.key_dim),
+            n(self.value_heads) * n(self.value_dim),
+        );
+        let nv = n(self.value_heads);
+        Parts {
+            linears: vec![
+                Lin::new("linear_attn.in_proj_qkvz", h, 2 * kd + 2 * vd, false),
+                Lin::new("linear_attn.in_proj_ba", h, 2 * nv, false),
+                Lin::new("linear_attn.out_proj", vd, h, false),
+            ],
+            other: self
+                .conv_channels()
+                .saturating_mul(n(self.conv_kernel))
+                .saturating_add(2 * nv + n(self.value_dim)),
+        }
+    }
+}
+
+/// The parameters of block `layer`: its mixer (attention or linear attention), its
+/// feed-forward (dense or MoE) and its norms.
+pub fn block(l: &Layout, layer: usize) -> Parts {
+    let mut p = match (&l.blocks, l.linear) {
+        (Some(b), Some(la)) if b.get(layer) == Some(&BlockCache::None) => la.parts(l.hidden),
+        _ => attention(l),
     };
-    let gate = if m.shared_gate { h } else { 0 };
-    experts
-        .saturating_add(router)
-        .saturating_add(shared)
-        .saturating_add(gate)
+    match &l.moe {
+        Some(m) if m.moe_layers.get(layer).copied().unwrap_or(false) => p.add(moe_block(l, m)),
+        _ => p
+            .linears
+            .extend(mlp(l, l.intermediate, l.mlp_bias, &DENSE, 1)),
+    }
+    p.other = p
+        .other
+        .saturating_add(l.norm.params(n(l.hidden)) * n(l.norms_per_layer));
+    p
+}
+
+/// The output head, when it is a matrix of its own (not tied to the embedding).
+pub fn head(l: &Layout) -> Option<Lin> {
+    (!l.tied).then(|| Lin::new("lm_head", n(l.hidden), n(l.vocab), l.head_bias))
 }
 
 /// Parameters of the whole decoder: embeddings, blocks, final norm, head.
 pub fn count(l: &Layout) -> u64 {
     let h = n(l.hidden);
-    let norm = l.norm.params(h);
-    let attn = attention(l);
-    let linear_attn = l.linear.map_or(0, |la| la.params(l.hidden));
-    let dense = mlp(l, l.intermediate, l.mlp_bias);
-    let moe = l.moe.as_ref().map(|m| (moe_block(l, m), &m.moe_layers));
-    let mut blocks: u128 = 0;
-    for layer in 0..l.layers as usize {
-        let mixer = match (&l.blocks, l.linear) {
-            (Some(b), Some(_)) if b.get(layer) == Some(&BlockCache::None) => linear_attn,
-            _ => attn,
-        };
-        let ffn = match &moe {
-            Some((block, which)) if which.get(layer).copied().unwrap_or(false) => *block,
-            _ => dense,
-        };
-        blocks = blocks
-            .saturating_add(mixer)
-            .saturating_add(ffn)
-            .saturating_add(norm * n(l.norms_per_layer));
-    }
+    let blocks =
+        (0..l.layers as usize).fold(0u128, |s, layer| s.saturating_add(block(l, layer).params()));
     let embed = n(l.vocab).saturating_mul(h);
-    let head = if l.tied { 0 } else { embed } + if l.head_bias { n(l.vocab) } else { 0 };
+    let head = match head(l) {
+        Some(lin) => lin.params(),
+        // A tied head can still carry its own bias.
+        None if l.head_bias => n(l.vocab),
+        None => 0,
+    };
     let positions = n(l.positions).saturating_mul(h);
     to_u64(
         blocks
             .saturating_add(embed)
             .saturating_add(head)
             .saturating_add(positions)
-            .saturating_add(norm),
+            .saturating_add(l.norm.params(h)),
     )
 }

@@ -11,6 +11,7 @@ pub mod gguf;
 mod gguf_model;
 pub mod hf_config;
 mod hf_count;
+mod hf_quant;
 mod hf_vision;
 mod reader;
 pub mod safetensors;
@@ -58,6 +59,9 @@ pub struct ImportedModel {
     pub params_in_files: Option<u64>,
     /// Exact bytes of all tensors in the weight files.
     pub weight_bytes: Option<u64>,
+    /// Bytes of the weights as the config's `quantization_config` stores them, counted module
+    /// by module with their scales and zero points (the files' bytes win when they were read).
+    pub config_weight_bytes: Option<u64>,
     /// Bytes per stored type: safetensors dtypes (`BF16`, `I32` …) or ggml types (`Q4_K` …).
     pub weight_bytes_by_dtype: BTreeMap<String, u64>,
     /// GGUF-only facts (file type, where llama.cpp places tensors, KV size).
@@ -106,7 +110,7 @@ pub mod from_bytes {
 /// `config.json`.
 pub fn load_model(path: &Path) -> Result<LoadedModel, String> {
     let m = import_model(path)?;
-    let weights = match (m.weights, m.weight_bytes) {
+    let weights = match (m.weights, m.weight_bytes.or(m.config_weight_bytes)) {
         (Some(format), Some(total)) => Some(FileWeights {
             format,
             total_bytes: total as f64,
@@ -319,10 +323,13 @@ impl ImportedModel {
     /// Bits per packed weight of a GPTQ/AWQ/bitsandbytes-4bit model (to unpack I32/U8 tensors).
     fn quant_bits(&self) -> Option<u32> {
         match self.weights? {
-            WeightFormat::Gptq4 | WeightFormat::Awq4 | WeightFormat::Nf4 | WeightFormat::Fp4 => {
-                Some(4)
-            }
-            WeightFormat::Gptq8 => Some(8),
+            WeightFormat::Gptq4
+            | WeightFormat::Awq4
+            | WeightFormat::Nf4
+            | WeightFormat::Fp4
+            | WeightFormat::W4a16
+            | WeightFormat::Nvfp4 => Some(4),
+            WeightFormat::Gptq8 | WeightFormat::W8a8 => Some(8),
             _ => None,
         }
     }

@@ -345,7 +345,14 @@ impl WeightSummary {
 }
 
 fn param_elements(t: &TensorEntry, quant_bits: Option<u32>) -> u64 {
-    const SIDE: [&str; 14] = [
+    const SIDE: [&str; 19] = [
+        // compressed-tensors (`weight_zero_point`, `weight_shape`, `weight_global_scale`,
+        // `input_global_scale`) and ModelOpt (`weight_scale_2`).
+        "_zero_point",
+        ".weight_shape",
+        "_global_scale",
+        ".weight_scale_2",
+        ".weight_g_idx",
         ".qzeros",
         ".scales",
         ".g_idx",
@@ -370,7 +377,7 @@ fn param_elements(t: &TensorEntry, quant_bits: Option<u32>) -> u64 {
         return 0;
     }
     match (quant_bits, t.dtype.as_str()) {
-        (Some(bits), "I32") if n.ends_with(".qweight") => {
+        (Some(bits), "I32") if n.ends_with(".qweight") || n.ends_with(".weight_packed") => {
             t.elements.saturating_mul(u64::from(32 / bits.max(1)))
         }
         (Some(4), "U8") => t.elements.saturating_mul(2),

@@ -49,6 +49,15 @@ fn block_bytes_per_param(f: WeightFormat, a: &ModelArch) -> f64 {
         // transformers `integrations/mxfp4.py` stores them as `*_blocks` and `*_scales` U8):
         // 17 bytes per 32 weights.
         WeightFormat::Mxfp4 => MXFP4_BYTES,
+        // compressed-tensors W4A16 (`pack-quantized`, llm-compressor's default scheme):
+        // 4-bit codes and a 16-bit scale per 128 inputs, symmetric (no zero points).
+        WeightFormat::W4a16 => 0.5 + 2.0 / 128.0,
+        // compressed-tensors W8A8 (`int-quantized`): int8 codes and a 16-bit scale per output
+        // row; rows ≈ params / in_features.
+        WeightFormat::W8a8 => 1.0 + 2.0 / h,
+        // NVFP4 (ModelOpt export, compressed-tensors `nvfp4-pack-quantized`): two E2M1 codes
+        // per byte and one E4M3 scale per 16.
+        WeightFormat::Nvfp4 => 0.5 + 1.0 / 16.0,
         WeightFormat::Gguf(t) => t.mix().base.bytes_per_weight(),
     }
 }

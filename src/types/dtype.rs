@@ -125,6 +125,15 @@ pub enum WeightFormat {
     /// OCP MXFP4 experts (gpt-oss): the routed experts' weights in 4-bit E2M1 with one E8M0
     /// scale per 32, everything else 16-bit.
     Mxfp4,
+    /// 4-bit integer weights with 16-bit group scales, 16-bit activations (compressed-tensors
+    /// `pack-quantized`, llm-compressor's W4A16; group size 128 unless the config says).
+    W4a16,
+    /// 8-bit integer weights with a 16-bit scale per output row (compressed-tensors
+    /// `int-quantized` W8A8, or 8-bit `pack-quantized`).
+    W8a8,
+    /// NVIDIA NVFP4: E2M1 weights with one E4M3 scale per 16 and an fp32 scale per tensor
+    /// (ModelOpt, compressed-tensors `nvfp4-pack-quantized`).
+    Nvfp4,
     /// A GGUF file type (Q4_K_M, Q8_0 …).
     Gguf(GgufFileType),
 }
@@ -272,6 +281,9 @@ pub const WEIGHT_NAMES: &[&str] = &[
     "gptq-8bit",
     "awq-4bit",
     "mxfp4",
+    "w4a16",
+    "w8a8",
+    "nvfp4",
     "f16",
     "q8_0",
     "q6_k",
@@ -306,6 +318,9 @@ impl FromStr for WeightFormat {
             "gptq-8bit" | "gptq-int8" => WeightFormat::Gptq8,
             "awq-4bit" | "awq" => WeightFormat::Awq4,
             "mxfp4" => WeightFormat::Mxfp4,
+            "w4a16" | "w4a16-int4" => WeightFormat::W4a16,
+            "w8a8" | "w8a8-int8" => WeightFormat::W8a8,
+            "nvfp4" => WeightFormat::Nvfp4,
             other => match GGUF_NAMES.iter().find(|(n, _)| *n == other) {
                 Some((_, t)) => WeightFormat::Gguf(*t),
                 None => return Err(format!("unknown weight format '{s}'")),
@@ -328,6 +343,9 @@ impl fmt::Display for WeightFormat {
             WeightFormat::Gptq8 => "gptq-8bit",
             WeightFormat::Awq4 => "awq-4bit",
             WeightFormat::Mxfp4 => "mxfp4",
+            WeightFormat::W4a16 => "w4a16",
+            WeightFormat::W8a8 => "w8a8",
+            WeightFormat::Nvfp4 => "nvfp4",
             WeightFormat::Gguf(t) => t.name(),
         };
         f.write_str(s)
@@ -365,7 +383,7 @@ impl WeightFormat {
     pub fn quality_loss(self) -> u32 {
         match self {
             WeightFormat::Fp32 | WeightFormat::Fp16 | WeightFormat::Bf16 => 0,
-            WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Gptq8 => 1,
+            WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Gptq8 | WeightFormat::W8a8 => 1,
             WeightFormat::Gguf(GgufFileType::F16) => 0,
             WeightFormat::Gguf(GgufFileType::Q8_0 | GgufFileType::Q6K) => 1,
             WeightFormat::Gguf(
@@ -375,7 +393,9 @@ impl WeightFormat {
             | WeightFormat::Fp4
             | WeightFormat::Gptq4
             | WeightFormat::Awq4
-            | WeightFormat::Mxfp4 => 3,
+            | WeightFormat::Mxfp4
+            | WeightFormat::W4a16
+            | WeightFormat::Nvfp4 => 3,
             WeightFormat::Gguf(
                 GgufFileType::Q4KM
                 | GgufFileType::Q4KS

@@ -27,7 +27,13 @@ pub fn quantized_bytes_per_param(f: WeightFormat) -> Option<f64> {
         // GGUF (city96 ComfyUI-GGUF, diffusers GGUFQuantizationConfig): the block type of the
         // file type's base quant, from ggml-common.h.
         WeightFormat::Gguf(t) => t.mix().base.bytes_per_weight(),
-        WeightFormat::Gptq4 | WeightFormat::Gptq8 | WeightFormat::Awq4 | WeightFormat::Mxfp4 => {
+        WeightFormat::Gptq4
+        | WeightFormat::Gptq8
+        | WeightFormat::Awq4
+        | WeightFormat::Mxfp4
+        | WeightFormat::W4a16
+        | WeightFormat::W8a8
+        | WeightFormat::Nvfp4 => {
             return None;
         }
     })
