@@ -21,7 +21,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(cmd) => run(cmd),
-        None => match ui::run(cli.tab.as_deref().and_then(Tab::from_name), cli.prometheus) {
+        None => match ui::run(
+            cli.tab.as_deref().and_then(Tab::from_name),
+            cli.prometheus,
+            cli.open,
+        ) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");

@@ -232,6 +232,20 @@ fn video_workflows_use_each_vae_temporal_factor() {
     // UNETLoader weight_dtype fp8_e4m3fn stores the bf16 file in fp8.
     assert_eq!(w.run.weights.to_string(), "fp8");
     assert_eq!(te_ids(&p.passes[0]), ["clip-l", "llava-llama3"]);
+    // VAEDecodeTiled's tile_size widget (256 here, gen_workflows.py) is the tile planned, and
+    // a smaller tile decodes in less memory than ComfyUI's default 512.
+    assert_eq!(p.passes[0].vae_tile, Some(256));
+    let mut at512 = w.clone();
+    at512.run.vae_tile = 512;
+    let decode = |w: &vram_doctor::memory::diffusion::DiffusionWorkload| {
+        vram_doctor::memory::diffusion::stages::decode_bytes(w, 1.0, false)
+    };
+    assert!(
+        decode(w) < decode(&at512),
+        "{} vs {}",
+        decode(w),
+        decode(&at512)
+    );
 }
 
 #[test]

@@ -471,3 +471,47 @@ fn the_doctor_sees_the_monitors_reading_and_the_planners_verdict() {
     assert!(h.query_by_label("What is wrong?").is_none(), "answered");
     h.get_by_label_contains("(answered from the evidence: ");
 }
+
+/// A file dropped from the desktop, as eframe hands it over: its path, its bytes on demand.
+#[derive(Debug)]
+struct Dropped(std::path::PathBuf);
+
+impl egui::DroppedFile for Dropped {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.0).map_err(|e| e.to_string())
+    }
+}
+
+/// A ComfyUI PNG dropped on the window while the doctor is shown: the planner opens it (as
+/// "Open ComfyUI workflow…" does) and comes to the front; a file it does not open is refused
+/// in words and the planner keeps its workload.
+#[test]
+fn a_workflow_dropped_on_the_window_opens_in_the_planner() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/comfy");
+    let mut h = app(Some(Tab::Doctor));
+    h.run();
+    let before = h.state().state.planner.workload.clone();
+    h.input_mut()
+        .dropped_files
+        .push(std::sync::Arc::new(Dropped(data.join("notes.txt"))));
+    h.run();
+    assert_eq!(h.state().state.tab, Tab::Planner);
+    assert_eq!(h.state().state.planner.workload, before);
+    h.get_by_label_contains("notes.txt: not a file the planner opens");
+
+    h.input_mut()
+        .dropped_files
+        .push(std::sync::Arc::new(Dropped(
+            data.join("sdxl_hires_fix.png"),
+        )));
+    h.run();
+    let w = &h.state().state.planner.workload;
+    assert_eq!(w.model.preset.as_deref(), Some("sdxl"));
+    assert_eq!((w.run.width, w.run.height), (Some(1536), Some(1536)));
+    h.get_by_label_contains("2 sampling passes; planned at its peak");
+    // The loaded models are listed with their memory.
+    h.get_by_label_contains("4 CheckpointLoaderSimple: sd_xl_base_1.0_0.9vae.safetensors → sdxl, ");
+}

@@ -33,6 +33,10 @@ pub struct Cli {
     /// (http://HOST:9090) or exporter (http://HOST:9400/metrics) reports.
     #[arg(long, value_name = "URL", value_parser = parse_remote)]
     pub prometheus: Option<String>,
+    /// Desktop app only: open this file in the planner — a workload (.toml) or a ComfyUI
+    /// workflow (UI or API .json, or a .png ComfyUI saved with one embedded).
+    #[arg(long, value_name = "FILE")]
+    pub open: Option<std::path::PathBuf>,
 }
 
 /// Checks a `--prometheus` URL before the window opens.

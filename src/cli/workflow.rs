@@ -142,9 +142,9 @@ fn describe(path: &Path, wp: &WorkflowPlan) -> String {
             p.model,
             p.batch,
             if p.cfg { ", cfg (uncond batch)" } else { "" },
-            match (&p.decode_node, p.vae_tiled) {
-                (Some(d), true) => format!(", tiled VAE decode at node {d}"),
-                (Some(d), false) => format!(", VAE decode at node {d}"),
+            match (&p.decode_node, p.vae_tile) {
+                (Some(d), Some(t)) => format!(", tiled VAE decode (tile {t}) at node {d}"),
+                (Some(d), None) => format!(", VAE decode at node {d}"),
                 (None, _) => String::new(),
             },
             p.peak_stage.replace('_', " "),

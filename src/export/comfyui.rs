@@ -64,9 +64,10 @@ pub fn render(d: &DiffusionWorkload) -> String {
         );
     }
     if r.vae_tiling {
-        notes.push(
-            "  VAEDecodeTiled (VAE Decode (Tiled)) instead of VAE Decode: tile_size 512.".into(),
-        );
+        notes.push(format!(
+            "  VAEDecodeTiled (VAE Decode (Tiled)) instead of VAE Decode: tile_size {}.",
+            r.vae_tile
+        ));
     }
     if r.tiny_vae {
         notes.push(

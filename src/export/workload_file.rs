@@ -96,7 +96,16 @@ pub fn diffusion(f: &mut RunSection, before: &DiffusionRun, after: &DiffusionRun
         before,
         after,
         |v: &u32| i64::from(*v),
-        [width, height, batch, frames, loras, lora_rank, controlnets]
+        [
+            width,
+            height,
+            batch,
+            frames,
+            loras,
+            lora_rank,
+            controlnets,
+            vae_tile
+        ]
     );
     record!(
         f,

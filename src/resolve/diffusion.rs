@@ -131,6 +131,8 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
     }
     let flag = |v: Option<bool>, d: bool| v.unwrap_or(d);
     run.vae_tiling = flag(r.vae_tiling, false);
+    // ComfyUI's VAEDecodeTiled allows tile_size 64..=4096 (nodes.py INPUT_TYPES).
+    run.vae_tile = count("run.vae_tile", r.vae_tile, run.vae_tile, 64, 4096)?;
     run.vae_slicing = flag(r.vae_slicing, false);
     run.vae_decode = flag(r.vae_decode, true);
     run.tiny_vae = flag(r.tiny_vae, false);

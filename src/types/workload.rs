@@ -64,6 +64,7 @@ const DIFFUSION_FIELDS: &[&str] = &[
     "width",
     "height",
     "vae_tiling",
+    "vae_tile",
     "frames",
     "cfg",
     "vae_slicing",
@@ -192,6 +193,9 @@ pub struct RunSection {
     pub width: Option<i64>,
     pub height: Option<i64>,
     pub vae_tiling: Option<bool>,
+    /// Side of one tile of a tiled VAE decode, pixels (ComfyUI VAEDecodeTiled `tile_size`,
+    /// default 512).
+    pub vae_tile: Option<i64>,
     pub resolution: Option<String>,
     pub texture_quality: Option<String>,
     pub ray_tracing: Option<bool>,

@@ -85,8 +85,27 @@ impl VramDoctorApp {
 }
 
 impl VramDoctorApp {
+    /// Opens a workload or a ComfyUI workflow in the planner and shows it (`--open FILE`, a
+    /// file dropped on the window).
+    pub fn open_file(&mut self, path: &std::path::Path) {
+        self.state.planner.open_path(path);
+        self.state.tab = Tab::Planner;
+    }
+
     /// One frame: the top bar and the current tab.
     fn frame_ui(&mut self, ui: &mut egui::Ui) {
+        // Files dropped on the window (egui `RawInput::dropped_files`, each with its absolute
+        // path on the desktop): each opens in the planner, so the last one is what it shows.
+        let dropped: Vec<std::path::PathBuf> = ui.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_path_buf())
+                .collect()
+        });
+        for path in &dropped {
+            self.open_file(path);
+        }
         let s = &mut self.state;
         i18n::set_lang(s.lang);
         // The machine's cards are read once, with the monitor's source finder.

@@ -100,7 +100,12 @@ pub fn missing_display() -> Option<String> {
 /// Starts the desktop app and returns when its window closes. `start_tab` overrides the tab
 /// restored from the last session (used by `--tab` and for screenshots).
 /// `remote`: a Prometheus server or exporter URL the monitor reads instead of this machine's GPUs.
-pub fn run(start_tab: Option<Tab>, remote: Option<String>) -> Result<(), String> {
+/// `open`: a workload or ComfyUI workflow opened in the planner at start (`--open FILE`).
+pub fn run(
+    start_tab: Option<Tab>,
+    remote: Option<String>,
+    open: Option<std::path::PathBuf>,
+) -> Result<(), String> {
     if let Some(why) = missing_display() {
         return Err(why);
     }
@@ -135,6 +140,9 @@ pub fn run(start_tab: Option<Tab>, remote: Option<String>) -> Result<(), String>
                 let mut app = VramDoctorApp::with_locale(cc, start_tab);
                 if let Some(url) = remote {
                     app.state.monitor.watch_remote(url);
+                }
+                if let Some(path) = &open {
+                    app.open_file(path);
                 }
                 Ok(Box::new(app))
             }),

@@ -37,6 +37,8 @@ pub struct DiffusionRun {
     /// Classifier-free guidance: cond and uncond run as one doubled batch.
     pub cfg: bool,
     pub vae_tiling: bool,
+    /// Side of one tile of a tiled decode, pixels (ComfyUI VAEDecodeTiled `tile_size`).
+    pub vae_tile: u32,
     pub vae_slicing: bool,
     /// Decode the latents to pixels (false: the run returns latents, e.g. diffusers
     /// `output_type="latent"`).
@@ -68,6 +70,7 @@ impl Default for DiffusionRun {
             attention: Attention::Sdpa,
             cfg: true,
             vae_tiling: false,
+            vae_tile: stages::DEFAULT_TILE_PX,
             vae_slicing: false,
             vae_decode: true,
             tiny_vae: false,

@@ -392,11 +392,18 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         r.other_processes_bytes as f64,
         Layer::External,
     );
-    if p.partially_loaded {
+    if p.partially_loaded && p.streamed_bytes <= 0.0 {
+        // Only the text encoders did not fit next to the encode (`place`).
+        b.warn("ComfyUI will load the text encoders partially ('loaded partially'): part of their weights is read from system RAM while the prompt is encoded — it runs, but the encode is slow");
+    } else if p.partially_loaded {
+        // The streamed weights are the denoiser's, whatever stage peaks: its whole size is what
+        // the denoising stage holds plus what it streams (not the peak stage's share, which is
+        // nothing when the decode peaks after the denoiser was unloaded).
+        let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
         b.warn(format!(
             "ComfyUI will load the model partially ('loaded partially'): {} of {} streamed from system RAM every step — it runs, but slowly",
             human(p.streamed_bytes as u64),
-            human((at.denoiser + p.streamed_bytes) as u64)
+            human(denoiser as u64)
         ));
     }
     if r.engine == Engine::Diffusers && r.cpu_offload == CpuOffload::Sequential {
@@ -469,6 +476,30 @@ mod tests {
         // On a 48 GiB card everything stays loaded.
         let p = place(&wl("flux-dev", 48.0, Engine::ComfyUi));
         assert!(!p.partially_loaded && p.stages[1].text_encoders > 0.0);
+    }
+
+    /// The partial-load note names the denoiser's whole size even when the VAE decode (after
+    /// the denoiser was unloaded) is the peak stage: SDXL 1536² batch 2 on an 8 GiB card.
+    #[test]
+    fn the_streamed_share_is_of_the_whole_denoiser_whatever_stage_peaks() {
+        let mut w = wl("sdxl", 8.0, Engine::ComfyUi);
+        (w.run.width, w.run.height, w.run.batch) = (1536, 1536, 2);
+        let p = place(&w);
+        assert_eq!(p.peak, Stage::Decode);
+        assert!(p.streamed_bytes > 0.0);
+        let whole = denoiser_bytes(&w.model, w.run.weights, w.run.engine);
+        let b = estimate(&w);
+        let note = b
+            .warnings
+            .iter()
+            .find(|m| m.contains("loaded partially"))
+            .expect("a partial-load note");
+        let expect = format!(
+            "{} of {} streamed",
+            human(p.streamed_bytes as u64),
+            human(whole as u64)
+        );
+        assert!(note.contains(&expect), "{note} / {expect}");
     }
 
     #[test]

@@ -5,9 +5,17 @@ use super::{DiffusionWorkload, ModelKind};
 use crate::types::options::Attention;
 use crate::units::GIB;
 
-/// Pixels of one VAE tile: ComfyUI's "VAE Decode (Tiled)" default tile_size 512 and diffusers'
-/// `tile_sample_min_size` for SD-size VAEs are both 512×512 pixels.
-pub const TILE_MPX: f64 = 0.25;
+/// Side of one VAE tile: ComfyUI's "VAE Decode (Tiled)" default tile_size 512 (nodes.py
+/// `VAEDecodeTiled.INPUT_TYPES`) and diffusers' `tile_sample_min_size` for SD-size VAEs are both
+/// 512 pixels.
+pub const DEFAULT_TILE_PX: u32 = 512;
+
+/// Pixels of one tile of a tiled decode, in units of 2^20: ComfyUI decodes tiles of
+/// `tile_size // compression` latent pixels a side (nodes.py `VAEDecodeTiled.decode`), so
+/// `tile_size`² output pixels at a time.
+pub fn tile_mpx(w: &DiffusionWorkload) -> f64 {
+    f64::from(w.run.vae_tile).powi(2) / f64::from(1u32 << 20)
+}
 
 /// TAESD decodes with 64 channels at full resolution against the full VAE's 128–512, so its
 /// peak per pixel is taken as a quarter of the full VAE's 16-bit figure [derived from widths].
@@ -80,7 +88,7 @@ pub fn decode_bytes(w: &DiffusionWorkload, images: f64, vae_fp32: bool) -> f64 {
     };
     let output = images * frames * mpx * f64::from(1u32 << 20) * 3.0 * 4.0;
     let work_mpx = if w.run.vae_tiling {
-        mpx.min(TILE_MPX)
+        mpx.min(tile_mpx(w))
     } else {
         mpx
     };
@@ -143,6 +151,13 @@ mod tests {
         // One 512² tile (0.25 × 2.5 GiB) + the 4 Mpx fp32 RGB output (48 MiB).
         assert!((tiled - (0.25 * 2.5 * GIB + 4.0 * 1048576.0 * 12.0)).abs() < 1.0);
         assert!(tiled < untiled / 10.0);
+        // The tile is the node's tile_size: 1024² tiles hold four times the 512² working set.
+        w.run.vae_tile = 1024;
+        let big = decode_bytes(&w, 1.0, false);
+        assert!(
+            (big - (2.5 * GIB + 4.0 * 1048576.0 * 12.0)).abs() < 1.0,
+            "{big}"
+        );
         w.run.vae_decode = false;
         assert_eq!(decode_bytes(&w, 1.0, false), 0.0);
     }

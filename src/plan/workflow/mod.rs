@@ -79,6 +79,9 @@ pub struct Pass {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_node: Option<String>,
     pub vae_tiled: bool,
+    /// The tiled decode's tile side, pixels (its `tile_size` widget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vae_tile: Option<u32>,
     /// The LoRA loaders on its model's way.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lora_nodes: Vec<String>,
@@ -529,6 +532,18 @@ impl<'a> Planner<'a> {
         r.other_processes_bytes = self.launch.other_processes_bytes;
         r.vae_decode = decode.is_some();
         r.vae_tiling = decode.is_some_and(|d| graph::role(d) == Some(Role::DecodeTiled));
+        if let Some(d) = decode.filter(|_| r.vae_tiling) {
+            // VAEDecodeTiled's tile_size, 64..=4096 (nodes.py `VAEDecodeTiled.INPUT_TYPES`).
+            match d.value("tile_size").map(serde_json::Value::as_u64) {
+                Some(Some(t)) if (64..=4096).contains(&t) => r.vae_tile = t as u32,
+                None => {}
+                Some(_) => self.warnings.push(format!(
+                    "{}: tile_size is not a number in 64..=4096; planned with ComfyUI's default {}",
+                    shown(d),
+                    r.vae_tile
+                )),
+            }
+        }
         wl.text_encoders = tes;
         wl.run.text_encoder_weights = te_formats;
         if let Some(d) = decode {
@@ -565,6 +580,7 @@ impl<'a> Planner<'a> {
             cfg: wl.run.cfg,
             decode_node: decode.map(|d| d.id.clone()),
             vae_tiled: wl.run.vae_tiling,
+            vae_tile: wl.run.vae_tiling.then_some(wl.run.vae_tile),
             lora_nodes: path.loras.iter().map(|n| n.id.clone()).collect(),
             controlnet_nodes: cond
                 .iter()

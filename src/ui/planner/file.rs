@@ -62,13 +62,35 @@ impl PlannerView {
     }
 
     fn open(&mut self) {
-        let Some(path) = self
+        if let Some(path) = self
             .dialogs
             .0
             .open(tr("Open a workload file"), WORKLOAD_EXT)
-        else {
-            return;
-        };
+        {
+            self.open_workload(path);
+        }
+    }
+
+    /// Opens a file given at start-up (`--open FILE`) or dropped on the window: a workload
+    /// (`.toml`) or a ComfyUI workflow (`.json`, or a `.png` ComfyUI saved), told by its
+    /// extension. Anything else is refused in the status line, naming what is accepted.
+    pub fn open_path(&mut self, path: &Path) {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match ext.as_deref() {
+            Some(e) if WORKLOAD_EXT.contains(&e) => self.open_workload(path.to_path_buf()),
+            Some(e) if WORKFLOW_EXT.contains(&e) => self.open_workflow_path(path),
+            _ => {
+                self.status = Some(Err(trf(
+                    "{path}: not a file the planner opens (a workload .toml, or a ComfyUI workflow .json or .png)",
+                    &[("path", &path.display())],
+                )))
+            }
+        }
+    }
+
+    fn open_workload(&mut self, path: std::path::PathBuf) {
         self.status = Some(match WorkloadFile::load(&path) {
             Ok(w) => {
                 self.workload = w;
@@ -123,18 +145,22 @@ impl PlannerView {
         }
     }
 
-    /// Plans a ComfyUI workflow on the card being planned for (`plan::workflow`, as `plan
-    /// --workflow`) and shows its peak pass as a diffusion workload, with the models it loads
-    /// and its passes listed under the buttons.
+    /// "Open ComfyUI workflow…".
     fn open_workflow(&mut self) {
-        let Some(path) = self
+        if let Some(path) = self
             .dialogs
             .0
             .open(tr("Open a ComfyUI workflow"), WORKFLOW_EXT)
-        else {
-            return;
-        };
-        let planned = crate::import::comfy::read(&path).and_then(|wf| {
+        {
+            self.open_workflow_path(&path);
+        }
+    }
+
+    /// Plans a ComfyUI workflow on the card being planned for (`plan::workflow`, as `plan
+    /// --workflow`) and shows its peak pass as a diffusion workload, with the models it loads
+    /// and its passes listed under the buttons.
+    fn open_workflow_path(&mut self, path: &Path) {
+        let planned = crate::import::comfy::read(path).and_then(|wf| {
             let gpu = self.workload.gpu.resolve()?;
             let bus = crate::resolve::diffusion::bus_for(&gpu);
             let r = &self.workload.run;
@@ -228,7 +254,7 @@ impl PlannerView {
 /// The workflow's loaders with their memory, its passes and the nodes not modelled.
 fn workflow_lines(wp: &crate::plan::workflow::WorkflowPlan) -> Vec<String> {
     use crate::units::human;
-    let mut out = Vec::new();
+    let mut out = vec![tr("Models the workflow loads:").to_string()];
     for n in &wp.nodes {
         let what = match (&n.preset, n.bytes) {
             (Some(p), Some(b)) => format!("{p}, {}", human(b)),
