@@ -414,6 +414,50 @@ fn irregular_layer_types_are_kept_block_by_block() {
     assert_eq!(kv(1000), (2.0 * 1000.0 + 2.0 * 128.0) * per_block);
 }
 
+/// A Mamba 2 / attention hybrid: Bamba's default config (the oracle's row) with attention at
+/// blocks 9, 18 and 27 (as ibm-ai-platform/Bamba-9B) and a 128-wide state. Reference figures
+/// from transformers 5.24 `BambaForCausalLM` built on the meta device and run once with a cache
+/// (`tools/hf_oracle.py` `measure`): 9,778,138,240 parameters, 12,288 KV bytes per token
+/// (three attention blocks), 31,388,672 state elements (29 Mamba blocks × 1,082,368).
+#[test]
+fn state_space_hybrids_hold_kv_in_attention_blocks_and_a_fixed_state_in_mamba_blocks() {
+    use vram_doctor::memory::kv_cache::{kv_cache_bytes, state_bytes};
+    use vram_doctor::memory::{Engine, KvDtype};
+    let rows = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/oracle/transformers-defaults.jsonl"),
+    )
+    .unwrap();
+    let mut cfg = rows
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["model_type"] == "bamba")
+        .unwrap()["config"]
+        .clone();
+    cfg["attn_layer_indices"] = serde_json::json!([9, 18, 27]);
+    cfg["mamba_d_state"] = serde_json::json!(128);
+    let m = imp::from_bytes::hf_config(cfg.to_string().as_bytes()).unwrap();
+    assert_eq!(m.arch.params, 9_778_138_240.0);
+    let kv = |tokens| kv_cache_bytes(&m.arch, 1, tokens, KvDtype::Fp16, Engine::Transformers, 1);
+    assert_eq!(kv(1), 12_288.0);
+    assert_eq!(kv(32768), 32768.0 * 12_288.0);
+    let state = m.arch.cache.as_ref().unwrap().state_elements;
+    assert_eq!(state, 31_388_672.0);
+    // The state does not grow with the context; it is per sequence, 16-bit under transformers.
+    assert_eq!(
+        state_bytes(&m.arch, 2, Engine::Transformers),
+        2.0 * 2.0 * state
+    );
+    assert!(
+        m.notes.iter().any(|n| n.contains("state-space")),
+        "{:?}",
+        m.notes
+    );
+    // An index past the last block is refused, not dropped.
+    cfg["attn_layer_indices"] = serde_json::json!([9, 40]);
+    let e = imp::from_bytes::hf_config(cfg.to_string().as_bytes()).unwrap_err();
+    assert!(e.contains("attn_layer_indices"), "{e}");
+}
+
 /// Python's json module writes and reads Infinity and NaN; transformers configs can hold them.
 #[test]
 fn python_infinity_and_nan_are_read() {

@@ -19,6 +19,7 @@ Usage:
 
 import argparse
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -147,8 +148,12 @@ def cache_layout(model, kind):
         return {"kv_elements_per_token": 0, "layers": []}
     cache = DynamicCache(config=model.config)
     ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
+    # State-space models (modeling_mamba.py, modeling_mamba2.py) take their cache as `cache`,
+    # not `past_key_values`; given the other name they run without one and record no state.
+    params = inspect.signature(model.forward).parameters
+    key = "past_key_values" if "past_key_values" in params or "cache" not in params else "cache"
     try:
-        model(input_ids=ids, past_key_values=cache, use_cache=True)
+        model(input_ids=ids, use_cache=True, **{key: cache})
     except AttributeError:
         if kind != "vlm":
             raise

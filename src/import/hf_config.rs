@@ -5,7 +5,7 @@
 //! `n_layer` …); per-`model_type` conventions (biases, norms, MLP shape, defaults the published
 //! files rely on) are data in `presets/hf_architectures.toml`.
 
-use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm};
+use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm, Ssm};
 use super::hf_quant;
 use super::hf_vision;
 use super::{ImportedModel, SourceFormat};
@@ -88,6 +88,9 @@ struct Convention {
     /// (Qwen3-Next; `linear_*` config keys).
     #[serde(default)]
     linear_attention: bool,
+    /// State-space blocks (`hf_count::Ssm`): which mixer, and which blocks are attention.
+    #[serde(default)]
+    ssm: Option<SsmRule>,
     /// q_proj also yields the attention output gate (Qwen3-Next).
     #[serde(default)]
     gated_attention: bool,
@@ -121,6 +124,32 @@ struct Convention {
     /// `qwen2_5_vl_text` is Qwen2's).
     #[serde(default)]
     also: Vec<String>,
+}
+
+/// The state-space mixer of a convention (`hf_count::Ssm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum SsmMixer {
+    Mamba,
+    Mamba2,
+}
+
+/// Where a state-space model's attention blocks are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SsmAttention {
+    /// None: every block is norm + mixer (Mamba, Mamba 2).
+    None,
+    /// The blocks `attn_layer_indices` lists (Bamba; the others are Mamba 2 blocks, each with
+    /// the MLP).
+    AttnLayerIndices,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SsmRule {
+    mixer: SsmMixer,
+    attention: SsmAttention,
 }
 
 fn no_bias() -> BiasRule {
@@ -310,6 +339,13 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
     unmodelled(&root, &cfg, conv)
         .map_err(|feature| format!("{origin}: {feature} is not modelled by this program, so its memory cannot be planned (exit rather than a wrong figure)"))?;
     let mut layout = layout(&cfg, conv, &text_type)?;
+    if let Some(ssm) = layout.ssm {
+        notes.push(format!(
+            "state-space (Mamba) blocks: a fixed state of {} elements per sequence in each instead of a KV cache; their activations are planned as a block of width {}",
+            ssm.state_elements(),
+            ssm.inner()
+        ));
+    }
     if let Some(w) = wrapper.filter(|_| nested) {
         layout.tied = w.tied(&root, text_v);
     }
@@ -526,6 +562,14 @@ const UNMODELLED_KEYS: [(&str, &str); 16] = [
     ),
 ];
 
+/// The keys of a state-space stack, modelled where the convention has `ssm`.
+const SSM_KEYS: [&str; 4] = [
+    "ssm_state_size",
+    "mamba_d_state",
+    "mamba_n_heads",
+    "attn_layer_indices",
+];
+
 /// The keys of a Gated DeltaNet stack, modelled where the convention has `linear_attention`.
 const LINEAR_ATTENTION_KEYS: [&str; 3] = [
     "linear_num_value_heads",
@@ -542,7 +586,8 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
         _ => true,
     };
     for (key, feature) in UNMODELLED_KEYS {
-        if conv.linear_attention && LINEAR_ATTENTION_KEYS.contains(&key)
+        if conv.ssm.is_some() && SSM_KEYS.contains(&key)
+            || conv.linear_attention && LINEAR_ATTENTION_KEYS.contains(&key)
             || conv.chunked_attention && key == "attention_chunk_size"
             || conv.dense_width_key.as_deref() == Some(key)
             || conv.moe.is_some() && key == "interleave_moe_layer_step"
@@ -593,7 +638,13 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
 fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, String> {
     let hidden = cfg.need(&["hidden_size", "n_embd", "d_model"])?;
     let layers = cfg.need(&["num_hidden_layers", "n_layer", "num_layers"])?;
-    let heads = cfg.need(&["num_attention_heads", "n_head", "num_heads"])?;
+    let attention_free = conv.ssm.is_some_and(|r| r.attention == SsmAttention::None);
+    let heads = if attention_free {
+        // No attention block: one placeholder head (the blocks cache no K/V).
+        1
+    } else {
+        cfg.need(&["num_attention_heads", "n_head", "num_heads"])?
+    };
     if heads == 0 || hidden == 0 || layers == 0 {
         return Err(format!(
             "{}: hidden size, layer count and head count must be at least 1",
@@ -616,8 +667,17 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         _ if cfg.bool("multi_query").unwrap_or(conv.multi_query_default) => 1,
         _ => heads,
     };
-    let head_dim = cfg.u32(&["head_dim"])?.unwrap_or(hidden / heads);
+    let head_dim = match attention_free {
+        true => 1,
+        false => cfg.u32(&["head_dim"])?.unwrap_or(hidden / heads),
+    };
+    let ssm = match conv.ssm {
+        Some(rule) => Some(ssm(cfg, rule.mixer, hidden)?),
+        None => None,
+    };
     let intermediate = match (cfg.u32(&INTERMEDIATE_KEYS)?, conv.intermediate_factor) {
+        // A Mamba model's only width is its mixer's (its activations are planned with it).
+        _ if attention_free => ssm.map_or(hidden, |s| s.inner()),
         (Some(i), _) => i,
         (None, Some(f)) => hidden.saturating_mul(f),
         // A model whose every block is MoE (Solar Open) has no dense width; the expert width
@@ -653,7 +713,10 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         _ => 0,
     };
     let mla = if conv.mla { Some(mla(cfg)?) } else { None };
-    let blocks = layer_types(cfg, conv)?;
+    let blocks = match conv.ssm {
+        Some(rule) => Some(ssm_blocks(cfg, rule.attention, layers)?),
+        None => layer_types(cfg, conv)?,
+    };
     let linear = if conv.linear_attention
         && blocks
             .as_ref()
@@ -674,6 +737,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         None => None,
     };
     if cfg.raw(&INTERMEDIATE_KEYS).is_none()
+        && !attention_free
         && conv.intermediate_factor.is_none()
         && moe.as_ref().is_none_or(|m| m.moe_layers.contains(&false))
     {
@@ -708,14 +772,105 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         mla,
         gated_attention: conv.gated_attention,
         linear,
-        state_elements: match (&blocks, linear) {
-            (Some(b), Some(la)) => la
-                .state_elements()
-                .saturating_mul(b.iter().filter(|c| **c == BlockCache::None).count() as u64),
-            _ => 0,
+        state_elements: {
+            let per_block = linear
+                .map(|la| la.state_elements())
+                .or(ssm.map(|s| s.state_elements()))
+                .unwrap_or(0);
+            let recurrent = blocks
+                .as_ref()
+                .map_or(0, |b| b.iter().filter(|c| **c == BlockCache::None).count());
+            per_block.saturating_mul(recurrent as u64)
         },
+        ssm,
+        ssm_only_mixer: attention_free,
         blocks,
     })
+}
+
+/// A state-space mixer's shapes, under the key names of its configuration class
+/// (configuration_mamba.py, configuration_mamba2.py; Bamba's `mamba_*` keys,
+/// configuration_bamba.py). The inner width is `expand · hidden` where the class derives it.
+fn ssm(cfg: &Cfg, mixer: SsmMixer, hidden: u32) -> Result<Ssm, String> {
+    let expand = cfg.u32(&["mamba_expand", "expand"])?.unwrap_or(2);
+    let state = cfg.need(&["mamba_d_state", "ssm_state_size", "state_size"])?;
+    let conv_kernel = cfg.need(&["mamba_d_conv", "conv_kernel"])?;
+    let bias = cfg
+        .bool("mamba_proj_bias")
+        .or(cfg.bool("use_bias"))
+        .unwrap_or(false);
+    let conv_bias = cfg
+        .bool("mamba_conv_bias")
+        .or(cfg.bool("use_conv_bias"))
+        .unwrap_or(true);
+    Ok(match mixer {
+        SsmMixer::Mamba => {
+            let inner = match cfg.u32(&["intermediate_size"])? {
+                Some(i) => i,
+                None => expand.saturating_mul(hidden),
+            };
+            // MambaConfig: time_step_rank "auto" is ⌈hidden / 16⌉.
+            let dt_rank = match cfg.raw(&["time_step_rank"]) {
+                Some((_, Value::String(a))) if a == "auto" => hidden.div_ceil(16),
+                _ => cfg.need(&["time_step_rank"])?,
+            };
+            Ssm::Mamba {
+                inner,
+                state,
+                conv_kernel,
+                dt_rank,
+                bias,
+                conv_bias,
+            }
+        }
+        SsmMixer::Mamba2 => Ssm::Mamba2 {
+            inner: expand.saturating_mul(hidden),
+            state,
+            conv_kernel,
+            heads: cfg.need(&["mamba_n_heads", "mamba_num_heads", "num_heads"])?,
+            head_dim: cfg.need(&["mamba_d_head", "mamba_head_dim", "head_dim"])?,
+            groups: cfg.need(&["mamba_n_groups", "n_groups"])?,
+            bias,
+            conv_bias,
+        },
+    })
+}
+
+/// Which blocks of a state-space model are Mamba blocks (`BlockCache::None`) and which
+/// attention blocks (`Full`).
+fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<BlockCache>, String> {
+    let layers = layers.min(MAX_LAYERS) as usize;
+    match attention {
+        SsmAttention::None => Ok(vec![BlockCache::None; layers]),
+        SsmAttention::AttnLayerIndices => {
+            let mut blocks = vec![BlockCache::None; layers];
+            match cfg.raw(&["attn_layer_indices"]) {
+                None | Some((_, Value::Null)) => {}
+                Some((_, Value::Array(a))) => {
+                    for v in a {
+                        match v.as_u64().filter(|i| (*i as usize) < layers) {
+                            Some(i) => blocks[i as usize] = BlockCache::Full,
+                            None => {
+                                return Err(format!(
+                                    "{}: attn_layer_indices holds {}, not a layer index below {layers}",
+                                    cfg.origin,
+                                    super::reader::shown(&v.to_string())
+                                ));
+                            }
+                        }
+                    }
+                }
+                Some((_, v)) => {
+                    return Err(format!(
+                        "{}: attn_layer_indices must be a list of layer indices, not {}",
+                        cfg.origin,
+                        super::reader::shown(&v.to_string())
+                    ));
+                }
+            }
+            Ok(blocks)
+        }
+    }
 }
 
 fn mla(cfg: &Cfg) -> Result<Mla, String> {

@@ -103,6 +103,129 @@ impl LinearAttention {
     }
 }
 
+/// A state-space (Mamba) mixer: transformers `modeling_mamba.py` `MambaMixer` (selective scan,
+/// Mamba 1) or `modeling_mamba2.py` `Mamba2Mixer` (SSD, Mamba 2; Bamba, NemotronH and
+/// GraniteMoeHybrid use the same mixer). No KV cache: a fixed state per sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ssm {
+    Mamba {
+        inner: u32,
+        state: u32,
+        conv_kernel: u32,
+        dt_rank: u32,
+        bias: bool,
+        conv_bias: bool,
+    },
+    Mamba2 {
+        inner: u32,
+        state: u32,
+        conv_kernel: u32,
+        heads: u32,
+        head_dim: u32,
+        groups: u32,
+        bias: bool,
+        conv_bias: bool,
+    },
+}
+
+impl Ssm {
+    /// Mamba: in_proj (x and gate z), the depthwise conv1d over the inner width, x_proj (Δ rank,
+    /// B and C), dt_proj (with bias), A_log, D, out_proj. Mamba 2: in_proj (z, x, B, C and one
+    /// Δ per head), the conv1d over x, B and C (`conv_dim = inner + 2·groups·state`),
+    /// dt_bias, A_log and D per head, the gated RMSNorm over the inner width, out_proj.
+    fn parts(&self, hidden: u32) -> Parts {
+        let h = n(hidden);
+        match *self {
+            Ssm::Mamba {
+                inner,
+                state,
+                conv_kernel,
+                dt_rank,
+                bias,
+                conv_bias,
+            } => {
+                let (i, s, r) = (n(inner), n(state), n(dt_rank));
+                Parts {
+                    linears: vec![
+                        Lin::new("mixer.in_proj", h, 2 * i, bias),
+                        Lin::new("mixer.x_proj", i, r + 2 * s, false),
+                        Lin::new("mixer.dt_proj", r, i, true),
+                        Lin::new("mixer.out_proj", i, h, bias),
+                    ],
+                    other: i * n(conv_kernel) + if conv_bias { i } else { 0 } + i * s + i,
+                }
+            }
+            Ssm::Mamba2 {
+                inner,
+                conv_kernel,
+                heads,
+                bias,
+                conv_bias,
+                ..
+            } => {
+                let i = n(inner);
+                let conv = self.conv_channels();
+                Parts {
+                    linears: vec![
+                        Lin::new("mixer.in_proj", h, i + conv + n(heads), bias),
+                        Lin::new("mixer.out_proj", i, h, bias),
+                    ],
+                    other: conv * n(conv_kernel)
+                        + if conv_bias { conv } else { 0 }
+                        + 3 * n(heads)
+                        + i,
+                }
+            }
+        }
+    }
+
+    /// The mixer's inner width.
+    pub fn inner(&self) -> u32 {
+        match *self {
+            Ssm::Mamba { inner, .. } | Ssm::Mamba2 { inner, .. } => inner,
+        }
+    }
+
+    fn conv_channels(&self) -> u128 {
+        match *self {
+            Ssm::Mamba { inner, .. } => n(inner),
+            Ssm::Mamba2 {
+                inner,
+                state,
+                groups,
+                ..
+            } => n(inner) + 2 * n(groups) * n(state),
+        }
+    }
+
+    /// State elements per sequence (transformers `cache_utils.py` `LinearAttentionLayer`, as
+    /// `MambaMixer` / `Mamba2Mixer` fill it): the convolution window, `conv channels ×
+    /// conv_kernel`, and the recurrent state, `inner × state` (Mamba) or `heads × head_dim ×
+    /// state` (Mamba 2).
+    pub fn state_elements(&self) -> u64 {
+        let (kernel, recurrent) = match *self {
+            Ssm::Mamba {
+                inner,
+                state,
+                conv_kernel,
+                ..
+            } => (conv_kernel, n(inner) * n(state)),
+            Ssm::Mamba2 {
+                state,
+                conv_kernel,
+                heads,
+                head_dim,
+                ..
+            } => (conv_kernel, n(heads) * n(head_dim) * n(state)),
+        };
+        to_u64(
+            self.conv_channels()
+                .saturating_mul(n(kernel))
+                .saturating_add(recurrent),
+        )
+    }
+}
+
 /// The shapes of a decoder as its config declares them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
@@ -133,6 +256,10 @@ pub struct Layout {
     pub gated_attention: bool,
     /// The linear-attention blocks' shapes (the blocks whose cache is `BlockCache::None`).
     pub linear: Option<LinearAttention>,
+    /// The state-space mixer of the blocks whose cache is `BlockCache::None`.
+    pub ssm: Option<Ssm>,
+    /// Those blocks have no feed-forward (Mamba, Mamba 2: norm and mixer only).
+    pub ssm_only_mixer: bool,
     /// What each block caches, where the config says it block by block.
     pub blocks: Option<Vec<BlockCache>>,
     /// Elements of fixed-size state per sequence (state-space and linear-attention blocks).
@@ -371,10 +498,21 @@ impl LinearAttention {
 /// The parameters of block `layer`: its mixer (attention or linear attention), its
 /// feed-forward (dense or MoE) and its norms.
 pub fn block(l: &Layout, layer: usize) -> Parts {
-    let mut p = match (&l.blocks, l.linear) {
-        (Some(b), Some(la)) if b.get(layer) == Some(&BlockCache::None) => la.parts(l.hidden),
+    let recurrent = l
+        .blocks
+        .as_ref()
+        .is_some_and(|b| b.get(layer) == Some(&BlockCache::None));
+    let mut p = match (recurrent, l.linear, l.ssm) {
+        (true, Some(la), _) => la.parts(l.hidden),
+        (true, None, Some(ssm)) => ssm.parts(l.hidden),
         _ => attention(l),
     };
+    if recurrent && l.ssm.is_some() && l.ssm_only_mixer {
+        p.other = p
+            .other
+            .saturating_add(l.norm.params(n(l.hidden)) * n(l.norms_per_layer));
+        return p;
+    }
     match &l.moe {
         Some(m) if m.moe_layers.get(layer).copied().unwrap_or(false) => p.add(moe_block(l, m)),
         _ => p
