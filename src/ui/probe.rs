@@ -1,6 +1,7 @@
 //! A machine-readable view of the running window, for scripts that drive the real app
 //! (`tools/walk.sh`, tests/xvfb_walk.rs). With `VRAM_DOCTOR_PROBE=FILE` set, the app writes
-//! FILE, atomically, after every frame that showed something new:
+//! FILE, atomically, after every frame (egui draws one on each input and none while the window
+//! is idle):
 //!
 //! - `widgets`: every node of the frame's accessibility tree that has a label or a value (the
 //!   tree a screen reader and the kittest suite read), with its role, label, value, whether it is
@@ -53,7 +54,6 @@ struct Probe {
     path: PathBuf,
     state: Shared,
     frame: u64,
-    last: String,
 }
 
 /// The probe's file when `VRAM_DOCTOR_PROBE` is set: installs it on `ctx` and returns where the
@@ -66,7 +66,6 @@ pub fn install(ctx: &egui::Context) -> Option<Shared> {
         path: PathBuf::from(path),
         state: state.clone(),
         frame: 0,
-        last: String::new(),
     });
     Some(state)
 }
@@ -122,21 +121,14 @@ impl egui::Plugin for Probe {
             return;
         };
         let state = self.state.lock().map(|s| s.clone()).unwrap_or_default();
-        let widgets = widgets(tree, f64::from(output.pixels_per_point));
-        // Compared without the frame count, so an idle window writes nothing.
-        let content = serde_json::to_string(&(&state, &widgets)).unwrap_or_default();
-        if content == self.last {
-            return;
-        }
         let report = Report {
             frame: self.frame,
             state: &state,
-            widgets,
+            widgets: widgets(tree, f64::from(output.pixels_per_point)),
         };
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        match write_atomic(&self.path, &text) {
-            Ok(()) => self.last = content,
-            Err(e) => eprintln!("vram-doctor: {VAR}: {e}"),
+        let text = serde_json::to_string(&report).unwrap_or_default();
+        if let Err(e) = write_atomic(&self.path, &text) {
+            eprintln!("vram-doctor: {VAR}: {e}");
         }
     }
 }

@@ -23,7 +23,7 @@ pub fn status_ui(ui: &mut Ui, status: &Status) {
 
 /// A combo box over catalog entries (id, text) with a search box on top; returns the id picked.
 ///
-/// The search has the keyboard as soon as the list opens, so typing filters at once (with 182
+/// The search has the keyboard as soon as the list opens, empty, so typing filters at once (with 182
 /// cards nobody scrolls), a click into it keeps the list open, and Enter takes the first match.
 /// egui's combo box closes on any click inside and focuses nothing (`PopupCloseBehavior::
 /// CloseOnClick`, its default), which made the search unreachable (issue 22).
@@ -48,6 +48,9 @@ pub fn search_pick<'a>(
                     .hint_text(trf("Search {what}", &[("what", &label.to_lowercase())])),
             );
             if !ui.data(|d| d.get_temp::<bool>(focused_once).unwrap_or(false)) {
+                // A new search each time the list opens: the last one's text ("3060") left in
+                // the box made typing "4060" search for "30604060" (found by tools/walk.py).
+                filter.clear();
                 search.request_focus();
                 ui.data_mut(|d| d.insert_temp(focused_once, true));
             }
