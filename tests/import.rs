@@ -458,6 +458,51 @@ fn state_space_hybrids_hold_kv_in_attention_blocks_and_a_fixed_state_in_mamba_bl
     assert!(e.contains("attn_layer_indices"), "{e}");
 }
 
+/// Granite 4.0 H Small's shapes (ibm-granite/granite-4.0-h-small config.json as quoted in
+/// public notes: 40 layers, 4 of them attention, 72 experts of 768 with 10 per token, a shared
+/// MLP of 1536, a 128-wide Mamba 2 state, tied head). Reference from transformers 5.24
+/// `GraniteMoeHybridForCausalLM` on the meta device with attention at blocks 5/15/25/35:
+/// 32,207,337,984 parameters (IBM: "32B total"), 8,803,121,664 active ("9B active"), 16,384 KV
+/// bytes per token, 38,965,248 state elements.
+#[test]
+fn granite_4_hybrid_mamba_moe_counts_and_state() {
+    use vram_doctor::memory::kv_cache::kv_cache_bytes;
+    use vram_doctor::memory::{Engine, KvDtype};
+    let types: Vec<&str> = (0..40)
+        .map(|i| if i % 10 == 5 { "attention" } else { "mamba" })
+        .collect();
+    let mut cfg = serde_json::json!({
+        "model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybridForCausalLM"],
+        "hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "num_local_experts": 72, "num_experts_per_tok": 10,
+        "shared_intermediate_size": 1536, "intermediate_size": 768, "mamba_d_state": 128,
+        "mamba_d_conv": 4, "mamba_expand": 2, "mamba_n_heads": 128, "mamba_d_head": 64,
+        "mamba_n_groups": 1, "mamba_conv_bias": true, "mamba_proj_bias": false,
+        "tie_word_embeddings": true, "vocab_size": 100352, "position_embedding_type": "nope",
+        "layer_types": types, "torch_dtype": "bfloat16"
+    });
+    for spelling in ["layer_types", "layers_block_type"] {
+        if spelling == "layers_block_type" {
+            let t = cfg.as_object_mut().unwrap().remove("layer_types").unwrap();
+            cfg[spelling] = t;
+        }
+        let m = imp::from_bytes::hf_config(cfg.to_string().as_bytes()).unwrap();
+        assert_eq!(m.arch.params, 32_207_337_984.0, "{spelling}");
+        let active = m.arch.active_params();
+        assert!(
+            (active / 8_803_121_664.0 - 1.0).abs() < 0.005,
+            "{spelling}: {active}"
+        );
+        let kv = kv_cache_bytes(&m.arch, 1, 1, KvDtype::Fp16, Engine::Transformers, 1);
+        assert_eq!(kv, 16_384.0, "{spelling}");
+        assert_eq!(m.arch.cache.as_ref().unwrap().state_elements, 38_965_248.0);
+    }
+    // A list that does not cover every block is refused.
+    cfg["layers_block_type"] = serde_json::json!(["mamba", "attention"]);
+    let e = imp::from_bytes::hf_config(cfg.to_string().as_bytes()).unwrap_err();
+    assert!(e.contains("one block type per layer"), "{e}");
+}
+
 /// Python's json module writes and reads Infinity and NaN; transformers configs can hold them.
 #[test]
 fn python_infinity_and_nan_are_read() {

@@ -143,6 +143,12 @@ enum SsmAttention {
     /// The blocks `attn_layer_indices` lists (Bamba; the others are Mamba 2 blocks, each with
     /// the MLP).
     AttnLayerIndices,
+    /// Every `attn_layer_period`-th block from `attn_layer_offset` (Jamba; the others are
+    /// Mamba blocks with Δ/B/C norms, each with the MLP or the experts).
+    AttnLayerPeriod,
+    /// The blocks `layer_types` (or its older name `layers_block_type`) calls "attention" or
+    /// "full_attention"; "mamba" and "linear_attention" blocks are Mamba (GraniteMoeHybrid).
+    LayerTypes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -150,6 +156,9 @@ enum SsmAttention {
 struct SsmRule {
     mixer: SsmMixer,
     attention: SsmAttention,
+    /// RMSNorms over Δ, B and C inside a Mamba mixer (Jamba).
+    #[serde(default)]
+    mixer_norms: bool,
 }
 
 fn no_bias() -> BiasRule {
@@ -600,14 +609,18 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
             return Err(feature.to_string());
         }
     }
-    if let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) {
+    let ssm_layer_types = conv
+        .ssm
+        .is_some_and(|r| r.attention == SsmAttention::LayerTypes);
+    if let Some((_, Value::Array(types))) = cfg.raw(&["layer_types", "layers_block_type"]) {
         for t in &types {
             let t = t.as_str().unwrap_or("?");
             let modelled = match t {
                 "full_attention" => true,
                 // A chunked-attention convention reads its window from attention_chunk_size.
                 "sliding_attention" => !conv.chunked_attention,
-                "linear_attention" => conv.linear_attention,
+                "linear_attention" => conv.linear_attention || ssm_layer_types,
+                "mamba" | "attention" => ssm_layer_types,
                 "chunked_attention" => conv.chunked_attention,
                 _ => false,
             };
@@ -672,7 +685,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         false => cfg.u32(&["head_dim"])?.unwrap_or(hidden / heads),
     };
     let ssm = match conv.ssm {
-        Some(rule) => Some(ssm(cfg, rule.mixer, hidden)?),
+        Some(rule) => Some(ssm(cfg, rule, hidden)?),
         None => None,
     };
     let intermediate = match (cfg.u32(&INTERMEDIATE_KEYS)?, conv.intermediate_factor) {
@@ -791,7 +804,8 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
 /// A state-space mixer's shapes, under the key names of its configuration class
 /// (configuration_mamba.py, configuration_mamba2.py; Bamba's `mamba_*` keys,
 /// configuration_bamba.py). The inner width is `expand · hidden` where the class derives it.
-fn ssm(cfg: &Cfg, mixer: SsmMixer, hidden: u32) -> Result<Ssm, String> {
+fn ssm(cfg: &Cfg, rule: SsmRule, hidden: u32) -> Result<Ssm, String> {
+    let mixer = rule.mixer;
     let expand = cfg.u32(&["mamba_expand", "expand"])?.unwrap_or(2);
     let state = cfg.need(&["mamba_d_state", "ssm_state_size", "state_size"])?;
     let conv_kernel = cfg.need(&["mamba_d_conv", "conv_kernel"])?;
@@ -803,16 +817,23 @@ fn ssm(cfg: &Cfg, mixer: SsmMixer, hidden: u32) -> Result<Ssm, String> {
         .bool("mamba_conv_bias")
         .or(cfg.bool("use_conv_bias"))
         .unwrap_or(true);
+    let inner = expand.saturating_mul(hidden);
+    let heads = match mixer {
+        SsmMixer::Mamba2 => cfg.need(&["mamba_n_heads", "mamba_num_heads", "num_heads"])?,
+        SsmMixer::Mamba => 0,
+    };
     Ok(match mixer {
         SsmMixer::Mamba => {
+            // MambaConfig keeps the mixer's width in intermediate_size; in a hybrid (Jamba) that
+            // key is the MLP's and the mixer is mamba_expand × hidden.
             let inner = match cfg.u32(&["intermediate_size"])? {
-                Some(i) => i,
-                None => expand.saturating_mul(hidden),
+                Some(i) if rule.attention == SsmAttention::None => i,
+                _ => inner,
             };
-            // MambaConfig: time_step_rank "auto" is ⌈hidden / 16⌉.
-            let dt_rank = match cfg.raw(&["time_step_rank"]) {
+            // MambaConfig / JambaConfig: a time-step rank of "auto" is ⌈hidden / 16⌉.
+            let dt_rank = match cfg.raw(&["mamba_dt_rank", "time_step_rank"]) {
                 Some((_, Value::String(a))) if a == "auto" => hidden.div_ceil(16),
-                _ => cfg.need(&["time_step_rank"])?,
+                _ => cfg.need(&["mamba_dt_rank", "time_step_rank"])?,
             };
             Ssm::Mamba {
                 inner,
@@ -821,14 +842,19 @@ fn ssm(cfg: &Cfg, mixer: SsmMixer, hidden: u32) -> Result<Ssm, String> {
                 dt_rank,
                 bias,
                 conv_bias,
+                inner_norms: rule.mixer_norms,
             }
         }
         SsmMixer::Mamba2 => Ssm::Mamba2 {
-            inner: expand.saturating_mul(hidden),
+            inner,
             state,
             conv_kernel,
-            heads: cfg.need(&["mamba_n_heads", "mamba_num_heads", "num_heads"])?,
-            head_dim: cfg.need(&["mamba_d_head", "mamba_head_dim", "head_dim"])?,
+            heads,
+            // GraniteMoeHybridConfig: mamba_d_head "auto" is the inner width over the heads.
+            head_dim: match cfg.raw(&["mamba_d_head"]) {
+                Some((_, Value::String(a))) if a == "auto" => inner / heads.max(1),
+                _ => cfg.need(&["mamba_d_head", "mamba_head_dim", "head_dim"])?,
+            },
             groups: cfg.need(&["mamba_n_groups", "n_groups"])?,
             bias,
             conv_bias,
@@ -870,6 +896,36 @@ fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<Blo
             }
             Ok(blocks)
         }
+        SsmAttention::AttnLayerPeriod => {
+            // configuration_jamba.py `layers_block_type`.
+            let period = cfg.need(&["attn_layer_period"])?.max(1) as usize;
+            let offset = cfg.need(&["attn_layer_offset"])? as usize;
+            Ok((0..layers)
+                .map(|l| {
+                    if l % period == offset {
+                        BlockCache::Full
+                    } else {
+                        BlockCache::None
+                    }
+                })
+                .collect())
+        }
+        SsmAttention::LayerTypes => match cfg.raw(&["layer_types", "layers_block_type"]) {
+            // configuration_granitemoehybrid.py: no list is every block Mamba.
+            None | Some((_, Value::Null)) => Ok(vec![BlockCache::None; layers]),
+            Some((_, Value::Array(a))) if a.len() == layers => Ok(a
+                .iter()
+                .map(|t| match t.as_str() {
+                    Some("attention" | "full_attention") => BlockCache::Full,
+                    _ => BlockCache::None,
+                })
+                .collect()),
+            Some((k, v)) => Err(format!(
+                "{}: {k} must list one block type per layer ({layers}), not {}",
+                cfg.origin,
+                super::reader::shown(&v.to_string())
+            )),
+        },
     }
 }
 
@@ -958,6 +1014,9 @@ fn moe(
         .unwrap_or(0);
     let freq = cfg.u32(&["moe_layer_freq"])?.unwrap_or(1).max(1);
     let interval = cfg.u32(&["moe_layer_interval"])?.unwrap_or(1).max(1);
+    // Jamba `layers_num_experts`: experts where l % expert_layer_period == expert_layer_offset.
+    let period = cfg.u32(&["expert_layer_period"])?.unwrap_or(1).max(1);
+    let offset = cfg.u32(&["expert_layer_offset"])?.unwrap_or(0);
     // ERNIE writes -1 for "to the last layer".
     let last = match cfg.raw(&["moe_layer_end_index"]) {
         Some((_, v)) if v.as_i64().is_some_and(|n| n < 0) => u32::MAX,
@@ -972,6 +1031,7 @@ fn moe(
                 && l % freq == 0
                 && l <= last
                 && (l + 1) % interval == 0
+                && l % period == offset
         })
         .collect();
     let router_bias = conv.router_bias

@@ -115,6 +115,9 @@ pub enum Ssm {
         dt_rank: u32,
         bias: bool,
         conv_bias: bool,
+        /// RMSNorms over Δ, B and C inside the mixer (Jamba `dt_layernorm`, `b_layernorm`,
+        /// `c_layernorm`).
+        inner_norms: bool,
     },
     Mamba2 {
         inner: u32,
@@ -143,8 +146,10 @@ impl Ssm {
                 dt_rank,
                 bias,
                 conv_bias,
+                inner_norms,
             } => {
                 let (i, s, r) = (n(inner), n(state), n(dt_rank));
+                let norms = if inner_norms { r + 2 * s } else { 0 };
                 Parts {
                     linears: vec![
                         Lin::new("mixer.in_proj", h, 2 * i, bias),
@@ -152,7 +157,7 @@ impl Ssm {
                         Lin::new("mixer.dt_proj", r, i, true),
                         Lin::new("mixer.out_proj", i, h, bias),
                     ],
-                    other: i * n(conv_kernel) + if conv_bias { i } else { 0 } + i * s + i,
+                    other: i * n(conv_kernel) + if conv_bias { i } else { 0 } + i * s + i + norms,
                 }
             }
             Ssm::Mamba2 {
