@@ -589,3 +589,54 @@ fn inspect_and_plan_use_the_stored_bytes_or_exit_2() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every real config in tests/data/configs: `plan` resolves the same parameter count and the
+/// same weight format as `inspect` reports, and the weight bytes `inspect` reads from a
+/// quantization_config are the ones `plan` uses.
+#[test]
+fn inspect_and_plan_agree_on_every_config() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/configs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 30, "{} configs", files.len());
+    for f in &files {
+        let path = f.to_str().unwrap();
+        let out = cli(&["inspect", "--json", path]);
+        assert!(out.status.success(), "{path}: inspect failed");
+        let inspected: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let out = cli(&[
+            "plan",
+            "--model-file",
+            path,
+            "--gpu",
+            "h100-80gb",
+            "--seq",
+            "256",
+            "--print-resolved",
+        ]);
+        assert!(
+            out.status.success(),
+            "{path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let resolved: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            resolved["model"]["params"], inspected["arch"]["params"],
+            "{path}: parameters"
+        );
+        if let Some(w) = inspected["weights"].as_str() {
+            assert_eq!(resolved["run"]["weights"], w, "{path}: weight format");
+        }
+        if let Some(b) = inspected["config_weight_bytes"].as_f64() {
+            assert_eq!(
+                resolved["file_weights"]["total_bytes"].as_f64(),
+                Some(b),
+                "{path}: weight bytes"
+            );
+        }
+    }
+}
