@@ -48,6 +48,7 @@ fn snapshot(t_s: u64, used_gib: u64) -> Snapshot {
             }]),
             ..Default::default()
         }],
+        notes: Vec::new(),
     }
 }
 

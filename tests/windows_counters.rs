@@ -22,6 +22,16 @@ fn recording() -> pdh_csv::Recording {
     .expect("the recording reads")
 }
 
+/// `vram-doctor monitor --once --counters CSV EXTRA…`.
+fn monitor_once(csv: &Path, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args(["monitor", "--once", "--counters"])
+        .arg(csv)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_recording_reads_whole() {
     let r = recording();
@@ -103,11 +113,7 @@ fn the_game_shows_its_dedicated_and_shared_memory_merged_with_nvml() {
 fn the_monitor_replays_a_recording_with_each_process_dedicated_and_shared() {
     let csv =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/windows-counters/game-spill.csv");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
-        .args(["monitor", "--once", "--counters"])
-        .arg(&csv)
-        .output()
-        .unwrap();
+    let out = monitor_once(&csv, &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -133,5 +139,93 @@ fn the_monitor_replays_a_recording_with_each_process_dedicated_and_shared() {
     assert!(
         err.contains("not a typeperf CSV") && err.lines().count() == 1,
         "{err}"
+    );
+}
+
+/// The real capture (`tests/data/windows-counters/README.md`): typeperf's console output on a
+/// German Windows 11 with an RX 7900 XT, no NVML (an AMD card).
+fn real_capture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/windows-counters/rx7900xt-typeperf-console.csv")
+}
+
+#[test]
+fn a_real_capture_from_the_console_replays_through_the_same_code() {
+    let r = pdh_csv::read(&real_capture()).expect("the console output reads");
+    assert_eq!(
+        r.samples.len(),
+        1,
+        "the German closing messages are not samples"
+    );
+    assert!(!r.time_zone_known, "the console header names no zone");
+    // 07/05/2026 12:34:28.096, read as UTC.
+    assert_eq!(
+        r.samples[0].0 % 86_400_000,
+        (12 * 3600 + 34 * 60 + 28) * 1000 + 96
+    );
+    let mut source =
+        CountersSource::new(None, Box::new(RecordedCounters::new(r)), SourceKind::Replay);
+    let s = source.sample();
+    assert_eq!(s.state, SourceState::Ok, "{s:?}");
+    assert_eq!(
+        s.gpus.len(),
+        1,
+        "the idle software adapter is left out: {s:?}"
+    );
+    let g = &s.gpus[0];
+    assert_eq!(g.uuid.as_deref(), Some("luid-0x00000000_0x679bdd95"));
+    assert_eq!(g.memory.unwrap().used, 5_764_141_056);
+    assert_eq!(
+        g.processes, None,
+        "no per-process counters were recorded: unknown, not none"
+    );
+    assert_eq!(source.sample().state, SourceState::Ended);
+
+    let out = monitor_once(&real_capture(), &[]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(
+        text.contains("5.37 GiB in use (capacity not reported)")
+            && text.contains("processes: not available"),
+        "{text}"
+    );
+    assert!(err.contains("does not name its time zone"), "{err}");
+}
+
+#[test]
+fn with_a_game_plan_the_table_draws_its_budget_for_the_games_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("cyberpunk.toml");
+    std::fs::write(
+        &plan,
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"cyberpunk-2077\"\n\
+         [run]\ntask = \"game\"\nresolution = \"1440p\"\nother_processes_gib = 1.0\n",
+    )
+    .unwrap();
+    let csv =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/windows-counters/game-spill.csv");
+    let out = monitor_once(&csv, &["--workload".as_ref(), plan.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("planned: cyberpunk needs "), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("game budget for one process"))
+        .unwrap_or_else(|| panic!("the budget line: {text}"));
+    // The counters give no card size: the planned RTX 4060's 8 GiB, less the planned 1 GiB of
+    // other programs and the desktop's 0.4 GiB = 6.60 GiB; sample 0's game holds 5800 MiB, 958 MiB
+    // below it.
+    assert!(
+        line.contains("6.60 GiB of 8.00 GiB (the planned card's size")
+            && line.contains("Cyberpunk2077 (pid 9120)")
+            && line.contains("5.66 GiB dedicated + 256 MiB shared: 958 MiB left"),
+        "{line}"
     );
 }

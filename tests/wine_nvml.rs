@@ -78,6 +78,15 @@ fn one_snapshot_under_wine_equals_the_linux_one() {
     let (mut a, mut b) = (snapshot(&win), snapshot(&linux));
     assert_eq!(a.source, SourceKind::Nvml);
     assert_eq!(a.gpus.len(), 2, "{a:?}");
+    // Wine has no GPU counters: the Windows build's snapshot says so, the Linux one has no
+    // such counters to miss.
+    assert!(
+        a.notes.len() == 1 && a.notes[0].contains("performance counters are not available"),
+        "{:?}",
+        a.notes
+    );
+    assert!(b.notes.is_empty(), "{:?}", b.notes);
+    a.notes.clear();
     (a.time_ms, b.time_ms) = (0, 0);
     assert_eq!(a, b, "Wine and Linux read the same fake GPUs differently");
     let g1 = &a.gpus[1];
@@ -102,6 +111,11 @@ fn without_gpu_counters_the_monitor_says_so_and_reads_nvml() {
     let s = snapshot(&out);
     assert_eq!(s.source, SourceKind::Nvml, "{s:?}");
     assert_eq!(s.gpus[0].name, "Fake RTX 4090");
+    assert!(
+        s.notes.iter().any(|n| n.contains("GPU Adapter Memory")),
+        "each snapshot notes the missing counters: {:?}",
+        s.notes
+    );
     let err = text(&out.stderr);
     assert!(
         err.contains("performance counters are not available")

@@ -3,6 +3,8 @@
 //! detectors and recording live in `telemetry`.
 
 use super::CliError;
+use crate::memory::any::AnyWorkload;
+use crate::memory::game::GameWorkload;
 use crate::printable::printable;
 use crate::telemetry::demo::DemoSource;
 use crate::telemetry::detect::Alert;
@@ -13,8 +15,8 @@ use crate::telemetry::prometheus::{self, Exporter, Limits, Predicted, Prometheus
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::telemetry::replay::ReplaySource;
 use crate::telemetry::{
-    GpuSample, GpuStatus, ProcessKind, Sampler, Session, SessionConfig, Snapshot, Source,
-    SourceKind, SourceState, detect,
+    FoundProcess, GpuSample, GpuStatus, ProcessKind, Sampler, Session, SessionConfig, Snapshot,
+    Source, SourceKind, SourceState, detect,
 };
 use crate::units::human;
 use clap::Args;
@@ -72,8 +74,10 @@ pub struct MonitorArgs {
     /// terminal.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = prometheus::DEFAULT_ADDR)]
     pub serve: Option<String>,
-    /// With --serve: also export the planner's predicted peak for this workload file.
-    #[arg(long, value_name = "FILE", requires = "serve")]
+    /// A workload file (as `plan --workload`): the table names its planned peak, and for a
+    /// game draws its budget for one process against the game's process; with --serve the
+    /// peak is exported too.
+    #[arg(long, value_name = "FILE")]
     pub workload: Option<PathBuf>,
 }
 
@@ -121,6 +125,12 @@ fn open_source(a: &MonitorArgs) -> Result<Result<Box<dyn Source>, SourceState>, 
                 rec.ignored_columns
             );
         }
+        if !rec.time_zone_known {
+            eprintln!(
+                "note: {}: the recording does not name its time zone (typeperf's console output); its local times are shown as UTC",
+                path.display()
+            );
+        }
         return Ok(Ok(Box::new(CountersSource::new(
             None,
             Box::new(RecordedCounters::new(rec)),
@@ -141,29 +151,34 @@ pub(super) fn live_source(
         crate::telemetry::nvml::check_lib(lib).map_err(|e| format!("--nvml-lib {e}"))?;
     }
     #[cfg(windows)]
-    {
+    let counters_missing = {
         let lib = nvml_lib.map(Path::to_path_buf).or_else(|| {
             std::env::var_os(crate::telemetry::source::NVML_LIB_ENV).map(PathBuf::from)
         });
         match crate::telemetry::windows::open(lib) {
             Ok(w) => return Ok(Ok(Box::new(w))),
-            Err(why) => eprintln!("note: {}", printable(&why)),
+            Err(why) => {
+                eprintln!("note: {}", printable(&why));
+                why
+            }
         }
-    }
+    };
     let Some(lib) = nvml_lib else {
         return Ok(detect());
     };
     let mut s = NvmlSource::new(Some(lib.to_path_buf()));
     let first = s.sample();
-    Ok(if first.gpus.is_empty() {
-        Err(if first.state.is_ok() {
+    if first.gpus.is_empty() {
+        return Ok(Err(if first.state.is_ok() {
             SourceState::NoGpu
         } else {
             first.state
-        })
-    } else {
-        Ok(Box::new(s))
-    })
+        }));
+    }
+    // As `detect` does: every snapshot notes why the counters are missing.
+    #[cfg(windows)]
+    let s = crate::telemetry::pdh::without_counters(s, counters_missing);
+    Ok(Ok(Box::new(s)))
 }
 
 /// Where the snapshots come from: a sampler thread over a live source, or a replay read here,
@@ -224,7 +239,7 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
         .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
         .transpose()
         .map_err(|e| format!("--record {e}"))?;
-    let predicted = a.workload.as_deref().map(predicted_peak).transpose()?;
+    let planned = a.workload.as_deref().map(planned).transpose()?;
     let exporter = a.serve.as_deref().map(serve).transpose()?;
     let replay = a.replay.is_some();
     let secs = a.interval.unwrap_or(if replay { 0.0 } else { 1.0 });
@@ -269,7 +284,10 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
             continue;
         };
         if let Some(e) = &exporter {
-            e.publish(prometheus::exporter::render(&session, predicted.as_ref()));
+            e.publish(prometheus::exporter::render(
+                &session,
+                planned.as_ref().map(|p| &p.predicted),
+            ));
         }
         // Without the table, alerts go to stderr as they come.
         if !print || a.json {
@@ -292,7 +310,7 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
             if live_screen {
                 t.push_str("\x1b[2J\x1b[H");
             }
-            t.push_str(&render(snap, secs, session.alerts()));
+            t.push_str(&render(snap, secs, session.alerts(), planned.as_ref()));
             t
         };
         // A closed pipe (`| head`) ends the command quietly with status 1, a full disk says so.
@@ -342,18 +360,63 @@ fn serve(addr: &str) -> Result<Exporter, String> {
     Ok(e)
 }
 
+/// What `--workload` plans: its peak, and the game when it is one.
+pub struct Planned {
+    predicted: Predicted,
+    game: Option<GameWorkload>,
+}
+
 /// The planner's peak for a workload file, as `vram-doctor plan` computes it.
-fn predicted_peak(path: &std::path::Path) -> Result<Predicted, String> {
+fn planned(path: &std::path::Path) -> Result<Planned, String> {
     let file = crate::memory::WorkloadFile::load(path)?;
     let base = path.parent().unwrap_or(std::path::Path::new("."));
     let w = crate::resolve::resolve_any(&file, base, Some(crate::import::load_model))?;
     let result = crate::plan::plan_any(&w);
-    Ok(Predicted {
-        workload: path
-            .file_stem()
-            .map_or_else(|| "workload".into(), |s| s.to_string_lossy().into_owned()),
-        peak_bytes: result.breakdown().required_bytes(),
+    Ok(Planned {
+        predicted: Predicted {
+            workload: path
+                .file_stem()
+                .map_or_else(|| "workload".into(), |s| s.to_string_lossy().into_owned()),
+            peak_bytes: result.breakdown().required_bytes(),
+        },
+        game: match w {
+            AnyWorkload::Game(g) => Some(g),
+            _ => None,
+        },
     })
+}
+
+/// The game plan's budget for one process on `g` (`GameWorkload::check_on` with this card's
+/// size) against the dedicated memory the game's process holds, in one line; the app's monitor
+/// draws the same as a bar (ui/monitor/panels.rs, `game_budget_ui`).
+fn game_budget_line(g: &GpuSample, w: &GameWorkload, found: FoundProcess) -> Option<String> {
+    let p = g.processes.iter().flatten().find(|p| p.pid == found.pid)?;
+    let c = w.check_on(g.memory.map_or(0, |m| m.total), p.used?);
+    let name = printable(p.name.as_deref().unwrap_or("?"));
+    let how = if found.by_name {
+        ""
+    } else {
+        ", taken as the game: it holds the most memory"
+    };
+    let card = if c.card_reported {
+        ""
+    } else {
+        " (the planned card's size: this GPU does not report its own)"
+    };
+    let shared = p
+        .shared
+        .map_or(String::new(), |b| format!(" + {} shared", human(b)));
+    let verdict = match c.over_bytes() {
+        Some(over) => format!("OVER by {}", human(over)),
+        None => format!("{} left", human(c.left_bytes())),
+    };
+    Some(format!(
+        "    game budget for one process: {} of {}{card}; {name} (pid {}{how}) holds {} dedicated{shared}: {verdict}\n",
+        human(c.budget_bytes),
+        human(c.capacity_bytes),
+        p.pid,
+        human(c.used_bytes)
+    ))
 }
 
 /// `HH:MM:SS` UTC of a Unix time in ms.
@@ -466,8 +529,9 @@ fn render_gpu(g: &GpuSample) -> String {
     s
 }
 
-/// The table for one snapshot, with the latest alerts under it.
-pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert]) -> String {
+/// The table for one snapshot, with the latest alerts under it; `plan`: what `--workload`
+/// planned.
+pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert], plan: Option<&Planned>) -> String {
     let mut t = format!(
         "vram-doctor monitor - {} - {} UTC",
         s.source_label(),
@@ -480,8 +544,21 @@ pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert]) -> String {
     if !s.state.is_ok() {
         t.push_str(&format!("! {}\n", s.state.message()));
     }
+    for n in &s.notes {
+        t.push_str(&format!("note: {}\n", printable(n)));
+    }
+    if let Some(p) = plan {
+        t.push_str(&format!(
+            "planned: {} needs {} at its peak\n",
+            printable(&p.predicted.workload),
+            human(p.predicted.peak_bytes)
+        ));
+    }
+    let game = plan
+        .and_then(|p| p.game.as_ref())
+        .and_then(|w| Some((w, s.find_process(&w.process_names())?)));
     let mut host = None;
-    for g in &s.gpus {
+    for (i, g) in s.gpus.iter().enumerate() {
         if g.host.is_some() && g.host != host {
             host.clone_from(&g.host);
             t.push_str(&format!(
@@ -490,6 +567,12 @@ pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert]) -> String {
             ));
         }
         t.push_str(&render_gpu(g));
+        if let Some(line) = game
+            .filter(|(_, f)| f.gpu == i)
+            .and_then(|(w, f)| game_budget_line(g, w, f))
+        {
+            t.push_str(&line);
+        }
     }
     for a in alerts {
         t.push_str(&format!(

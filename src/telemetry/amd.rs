@@ -170,6 +170,7 @@ impl Source for AmdSource {
             source: SourceKind::Amd,
             state,
             gpus,
+            notes: Vec::new(),
         }
     }
 }

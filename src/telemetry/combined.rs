@@ -41,6 +41,7 @@ impl Source for Combined {
             if out.state.is_ok() && !s.state.is_ok() {
                 out.state = s.state;
             }
+            out.notes.extend(s.notes);
             let next = out.gpus.len() as u32;
             out.gpus.extend(s.gpus.into_iter().map(|mut g| {
                 if n > 0 {
@@ -85,6 +86,7 @@ mod tests {
                         ..Default::default()
                     })
                     .collect(),
+                notes: Vec::new(),
             }
         }
     }

@@ -125,6 +125,7 @@ impl Source for DemoSource {
             source: SourceKind::Demo,
             state: SourceState::Ok,
             gpus: vec![g],
+            notes: Vec::new(),
         }
     }
 }

@@ -358,6 +358,7 @@ mod tests {
                     ..Default::default()
                 },
             ],
+            notes: Vec::new(),
         }
     }
 
@@ -381,6 +382,7 @@ mod tests {
             source: SourceKind::Nvml,
             state: SourceState::NoPermission("a, \"b\"".into()),
             gpus: vec![],
+            notes: Vec::new(),
         };
         assert_eq!(
             split_csv(csv_rows(&s).trim_end()).len(),

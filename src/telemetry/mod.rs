@@ -47,8 +47,8 @@ pub mod source;
 pub mod windows;
 
 pub use sample::{
-    GpuSample, GpuStatus, MemorySample, ProcessKind, ProcessSample, SharedMemory, Snapshot,
-    SourceKind, SourceState, ThrottleReason,
+    FoundProcess, GpuSample, GpuStatus, MemorySample, ProcessKind, ProcessSample, SharedMemory,
+    Snapshot, SourceKind, SourceState, ThrottleReason,
 };
 pub use sampler::Sampler;
 pub use session::{Session, SessionConfig};

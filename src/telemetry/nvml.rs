@@ -97,6 +97,7 @@ impl NvmlSource {
             source: SourceKind::Nvml,
             gpus: self.shown_while_down(&state),
             state,
+            notes: Vec::new(),
         }
     }
 
@@ -156,6 +157,7 @@ impl Source for NvmlSource {
                     source: SourceKind::Nvml,
                     state: self.state.clone(),
                     gpus: self.shown_while_down(&self.state),
+                    notes: Vec::new(),
                 };
             }
             if let Err(state) = self.open() {
@@ -178,6 +180,7 @@ impl Source for NvmlSource {
                     source: SourceKind::Nvml,
                     state: self.state.clone(),
                     gpus,
+                    notes: Vec::new(),
                 }
             }
             Err(state) => self.fail(state),

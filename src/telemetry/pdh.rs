@@ -63,6 +63,9 @@ pub struct Counters {
     pub process_shared: Vec<(String, u64)>,
     /// [`PROCESS_ID`]: (image name, PID).
     pub process_ids: Vec<(String, u64)>,
+    /// The per-process counters were not read at all (a recording made without
+    /// [`PROCESS_DEDICATED`]): each adapter's processes are then unknown, not none.
+    pub processes_missing: bool,
 }
 
 /// Process names by PID from [`PROCESS_ID`]: the `#N` that tells duplicates apart is dropped;
@@ -87,7 +90,8 @@ pub struct Adapter {
     pub luid: String,
     pub dedicated: u64,
     pub shared: u64,
-    pub processes: Vec<ProcessSample>,
+    /// `None` when the per-process counters were not read ([`Counters::processes_missing`]).
+    pub processes: Option<Vec<ProcessSample>>,
 }
 
 /// Groups the counters by adapter LUID, naming processes where [`PROCESS_ID`] knows them.
@@ -109,6 +113,7 @@ pub fn adapters(c: &Counters) -> Vec<Adapter> {
             };
             let a = by.entry(i.luid.clone()).or_insert_with(|| Adapter {
                 luid: i.luid.clone(),
+                processes: (!c.processes_missing).then(Vec::new),
                 ..Default::default()
             });
             match (which, i.pid) {
@@ -125,8 +130,8 @@ pub fn adapters(c: &Counters) -> Vec<Adapter> {
         if ded == 0 && sh == 0 {
             continue;
         }
-        if let Some(a) = by.get_mut(&luid) {
-            a.processes.push(ProcessSample {
+        if let Some(list) = by.get_mut(&luid).and_then(|a| a.processes.as_mut()) {
+            list.push(ProcessSample {
                 pid,
                 name: names.get(&pid).cloned(),
                 used: Some(ded),
@@ -136,7 +141,9 @@ pub fn adapters(c: &Counters) -> Vec<Adapter> {
         }
     }
     by.into_values()
-        .filter(|a| a.dedicated > 0 || a.shared > 0 || !a.processes.is_empty())
+        .filter(|a| {
+            a.dedicated > 0 || a.shared > 0 || a.processes.as_ref().is_some_and(|p| !p.is_empty())
+        })
         .collect()
 }
 
@@ -173,8 +180,11 @@ pub fn merge(gpus: &mut [GpuSample], adapters: Vec<Adapter>) -> Vec<Adapter> {
             used: a.shared,
             total: g.shared.and_then(|s| s.total),
         });
+        let Some(counted) = a.processes else {
+            continue;
+        };
         let procs = g.processes.get_or_insert_with(Vec::new);
-        for p in a.processes {
+        for p in counted {
             match procs.iter_mut().find(|q| q.pid == p.pid) {
                 Some(q) => {
                     q.used = q.used.or(p.used);
@@ -205,7 +215,7 @@ pub fn adapter_sample(index: u32, a: Adapter) -> GpuSample {
             used: a.shared,
             total: None,
         }),
-        processes: Some(a.processes),
+        processes: a.processes,
         ..Default::default()
     }
 }
@@ -230,6 +240,31 @@ impl CounterFeed for RecordedCounters {
     fn read(&mut self) -> Result<Option<(Option<u64>, Counters)>, String> {
         Ok(self.0.pop_front().map(|(t, c)| (Some(t), c)))
     }
+}
+
+/// The one line that says the counters cannot be read, and `why` (a PDH status, "lists no
+/// GPU adapter"): the CLI's note and every snapshot's ([`without_counters`]).
+pub fn unavailable(why: &str) -> String {
+    format!(
+        "the Windows GPU performance counters are not available ({why}): shared GPU memory and \
+         each process's memory are not shown"
+    )
+}
+
+/// The counters where they cannot be read (Windows before 10 1709, no WDDM 2 driver, Wine):
+/// every read answers why, and every snapshot notes it.
+pub struct Unavailable(pub String);
+
+impl CounterFeed for Unavailable {
+    fn read(&mut self) -> Result<Option<(Option<u64>, Counters)>, String> {
+        Err(self.0.clone())
+    }
+}
+
+/// NVML alone, noting in every snapshot why the counters are missing (`why`), so that the
+/// process table's unknown memory is explained where it is shown.
+pub fn without_counters(nvml: NvmlSource, why: String) -> CountersSource {
+    CountersSource::new(Some(nvml), Box::new(Unavailable(why)), SourceKind::Nvml)
 }
 
 /// NVML's readings, where there is an NVML, merged with the GPU counters ([`merge`]); adapters
@@ -279,7 +314,10 @@ impl Source for CountersSource {
                 snap.gpus.clear();
                 return snap;
             }
-            Err(_) => (None, Vec::new()),
+            Err(why) => {
+                snap.notes.push(why);
+                (None, Vec::new())
+            }
         };
         if let Some(t) = time {
             snap.time_ms = t;
@@ -336,6 +374,19 @@ mod tests {
                 ("Idle".into(), 0),
                 ("_Total".into(), 0),
             ],
+            processes_missing: false,
+        }
+    }
+
+    #[test]
+    fn counters_that_cannot_be_read_are_noted_in_every_snapshot() {
+        let why = "the Windows GPU performance counters are not available (PDH_CSTATUS_NO_OBJECT)";
+        let mut s =
+            CountersSource::new(None, Box::new(Unavailable(why.into())), SourceKind::Windows);
+        for _ in 0..2 {
+            let snap = s.sample();
+            assert_eq!(snap.notes, vec![why.to_string()]);
+            assert!(snap.gpus.is_empty() && !s.finished());
         }
     }
 
@@ -369,13 +420,20 @@ mod tests {
         let a = adapters(&counters());
         assert_eq!(a.len(), 2);
         assert_eq!((a[0].dedicated, a[0].shared), (23 << 30, 3 << 30));
-        let pids: Vec<u32> = a[0].processes.iter().map(|p| p.pid).collect();
+        let procs = a[0].processes.as_ref().unwrap();
+        let pids: Vec<u32> = procs.iter().map(|p| p.pid).collect();
         assert_eq!(
             pids,
             vec![77, 4242],
             "pid 5 holds nothing, pid x is unparsable"
         );
-        assert_eq!(a[0].processes[1].shared, Some(3 << 30));
+        assert_eq!(procs[1].shared, Some(3 << 30));
+        // Without the per-process counters the processes are unknown, not none.
+        let without = Counters {
+            processes_missing: true,
+            ..counters()
+        };
+        assert!(adapters(&without).iter().all(|a| a.processes.is_none()));
     }
 
     #[test]

@@ -15,7 +15,13 @@
 //! names the columns, every later row is one sample; every field is in double quotes.
 //!   - Column 1's name is `(PDH-CSV 4.0) (<time zone name>)(<bias>)`, the bias in minutes with
 //!     UTC = local time + bias (`TIME_ZONE_INFORMATION.Bias`); its values are the local time of
-//!     the sample, `MM/DD/YYYY HH:MM:SS.mmm`.
+//!     the sample, `MM/DD/YYYY HH:MM:SS.mmm`. What typeperf prints on the console (and so a
+//!     `typeperf … > file.csv`) names it `(PDH-CSV 4.0)` alone: the zone is then unknown, the
+//!     times are read as UTC and [`Recording::time_zone_known`] says so.
+//!   - The console output also has typeperf's closing messages after the last row, in the
+//!     system's language ("Exiting, please wait...", "The command completed successfully.";
+//!     "Vorgang wird beendet..." on a German Windows): unquoted lines after the data are those
+//!     and are skipped; an unquoted line with a sample row after it refuses the file.
 //!   - Every other column is one counter instance, `\\MACHINE\Object(Instance)\Counter`; its
 //!     values are numbers, or a blank (`" "`) when the instance had no value in that sample (a
 //!     process that had exited). typeperf expands `(*)` once, at its start: processes started
@@ -39,6 +45,9 @@ pub struct Recording {
     pub samples: Vec<(u64, Counters)>,
     /// Columns of counters other than the five this program reads.
     pub ignored_columns: usize,
+    /// The header named the time zone; `false` for typeperf's console output, whose local
+    /// times are then read as UTC.
+    pub time_zone_known: bool,
 }
 
 /// Which list of [`Counters`] a column feeds.
@@ -81,11 +90,20 @@ fn column(path: &str) -> (Column, String) {
     (kind, instance.to_owned())
 }
 
-/// The bias in minutes from `(PDH-CSV 4.0) (Zone name)(bias)`.
-fn bias_minutes(first: &str) -> Option<i64> {
-    let rest = first.trim().strip_prefix("(PDH-CSV 4.0)")?;
+/// The bias in minutes from `(PDH-CSV 4.0) (Zone name)(bias)`; `Some(None)` for the console's
+/// `(PDH-CSV 4.0)` without a zone; `None` when the column is not a PDH-CSV time column.
+fn bias_minutes(first: &str) -> Option<Option<i64>> {
+    let rest = first.trim().strip_prefix("(PDH-CSV 4.0)")?.trim();
+    if rest.is_empty() {
+        return Some(None);
+    }
     let open = rest.rfind('(')?;
-    rest[open + 1..].strip_suffix(')')?.trim().parse().ok()
+    rest[open + 1..]
+        .strip_suffix(')')?
+        .trim()
+        .parse()
+        .ok()
+        .map(Some)
 }
 
 /// Days from 1970-01-01 to a civil date (proleptic Gregorian; H. Hinnant's `days_from_civil`,
@@ -148,7 +166,10 @@ pub fn parse(text: &str) -> Result<Recording, String> {
             names[0].chars().take(60).collect::<String>()
         )
     })?;
+    let time_zone_known = bias.is_some();
+    let bias = bias.unwrap_or(0);
     let columns: Vec<(Column, String)> = names[1..].iter().map(|n| column(n)).collect();
+    let processes_missing = !columns.iter().any(|(c, _)| *c == Column::ProcessDedicated);
     let ignored_columns = columns.iter().filter(|(c, _)| *c == Column::Other).count();
     if ignored_columns == columns.len() {
         return Err(
@@ -157,7 +178,19 @@ pub fn parse(text: &str) -> Result<Recording, String> {
         );
     }
     let mut samples = Vec::new();
+    // typeperf's closing messages: the unquoted lines after the data.
+    let mut messages: Option<usize> = None;
     for (i, line) in lines {
+        if !line.trim_start().starts_with('"') {
+            *messages.get_or_insert(0) += 1;
+            continue;
+        }
+        if let Some(n) = messages {
+            return Err(format!(
+                "line {}: a sample after {n} line(s) that are not quoted CSV (typeperf quotes every field)",
+                i + 1
+            ));
+        }
         let row = split_csv(line);
         if row.len() != names.len() {
             return Err(format!(
@@ -174,7 +207,10 @@ pub fn parse(text: &str) -> Result<Recording, String> {
                 row[0]
             )
         })?;
-        let mut c = Counters::default();
+        let mut c = Counters {
+            processes_missing,
+            ..Counters::default()
+        };
         for ((kind, instance), value) in columns.iter().zip(&row[1..]) {
             let value = value.trim();
             if *kind == Column::Other || value.is_empty() {
@@ -208,6 +244,7 @@ pub fn parse(text: &str) -> Result<Recording, String> {
     Ok(Recording {
         samples,
         ignored_columns,
+        time_zone_known,
     })
 }
 
@@ -259,8 +296,10 @@ mod tests {
         assert_eq!(split_csv(r#""a,b","c""d"," ""#), vec!["a,b", "c\"d", " "]);
         assert_eq!(
             bias_minutes("(PDH-CSV 4.0) (W. Europe Standard Time)(-60)"),
-            Some(-60)
+            Some(Some(-60))
         );
+        assert_eq!(bias_minutes("(PDH-CSV 4.0)"), Some(None));
+        assert_eq!(bias_minutes("(PDH-CSV 4.0) (Zone)(x)"), None);
         assert_eq!(bias_minutes("Time"), None);
     }
 
@@ -275,6 +314,10 @@ mod tests {
             ),
             ("\"12/02/2026 04:50:00.000\",\"lots\"", "line 2: \"lots\""),
             ("\"yesterday\",\"1\"", "line 2: \"yesterday\""),
+            (
+                "\"12/02/2026 04:50:00.000\",\"12\"\nExiting, please wait...\n\"12/02/2026 04:50:01.000\",\"12\"",
+                "line 4: a sample after 1 line(s)",
+            ),
         ] {
             let e = parse(&format!("{head}\n{body}\n")).unwrap_err();
             assert!(e.contains(want), "{e}");

@@ -145,6 +145,7 @@ impl ReplaySource {
             source: first.source,
             state: first.state,
             gpus: Vec::new(),
+            notes: Vec::new(),
         };
         s.gpus.extend(first.gpu);
         while s.gpus.len() < MAX_GPUS {
@@ -223,6 +224,7 @@ impl Source for ReplaySource {
                     source: SourceKind::Replay,
                     state: SourceState::Ended,
                     gpus: vec![],
+                    notes: Vec::new(),
                 }
             }
         }

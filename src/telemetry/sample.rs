@@ -302,9 +302,82 @@ pub struct Snapshot {
     pub source: SourceKind,
     pub state: SourceState,
     pub gpus: Vec<GpuSample>,
+    /// What the source could not read this time although its GPUs answered, one line each
+    /// (Windows without its GPU performance counters: no shared or per-process memory), for
+    /// the front ends to show beside the readings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A program's process found in a snapshot ([`Snapshot::find_process`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoundProcess {
+    /// Index into [`Snapshot::gpus`].
+    pub gpu: usize,
+    pub pid: u32,
+    /// Found by its name; `false`: no process is named so, this is the one holding the most.
+    pub by_name: bool,
+}
+
+/// A name as letters and digits only, lower case, without `.exe`: `Cyberpunk2077.exe`,
+/// `Cyberpunk 2077` and `cyberpunk-2077` all read `cyberpunk2077`.
+fn name_key(name: &str) -> String {
+    let lower = name.trim().to_lowercase();
+    let stem = lower.strip_suffix(".exe").unwrap_or(&lower);
+    stem.chars().filter(|c| c.is_alphanumeric()).collect()
+}
+
+/// Whether an image name and a program's name are the same program: equal keys, or one key
+/// inside the other when the shorter has at least 5 characters (`DOOMEternalx64vk` for
+/// "DOOM Eternal", `Spider-Man` for "Marvel's Spider-Man Remastered"), so that a short word
+/// does not match every process.
+fn same_program(image: &str, name: &str) -> bool {
+    let (a, b) = (name_key(image), name_key(name));
+    if a.is_empty() || b.is_empty() {
+        return false;
+    }
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    a == b || (short.chars().count() >= 5 && long.contains(short.as_str()))
 }
 
 impl Snapshot {
+    /// The process of a program known by `names` (a game's title and aliases): the first
+    /// process on any GPU whose image name matches one of them ([`same_program`]); when none
+    /// does (or `names` is empty), the process holding the most memory on any GPU. `None`
+    /// when no process's memory is known.
+    pub fn find_process(&self, names: &[&str]) -> Option<FoundProcess> {
+        let all = || {
+            self.gpus.iter().enumerate().flat_map(|(i, g)| {
+                g.processes
+                    .iter()
+                    .flatten()
+                    .filter(|p| p.used.is_some())
+                    .map(move |p| (i, p))
+            })
+        };
+        let named = all().find(|(_, p)| {
+            p.name
+                .as_deref()
+                .is_some_and(|image| names.iter().any(|n| same_program(image, n)))
+        });
+        let (gpu, p, by_name) = match named {
+            Some((i, p)) => (i, p, true),
+            None => {
+                let (i, p) = all().max_by_key(|(_, p)| p.used)?;
+                (i, p, false)
+            }
+        };
+        Some(FoundProcess {
+            gpu,
+            pid: p.pid,
+            by_name,
+        })
+    }
+
     /// Every source that read this snapshot, its own first: `[Nvml, Amd]` for a machine with
     /// GPUs of both vendors.
     pub fn sources(&self) -> Vec<SourceKind> {
@@ -344,6 +417,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_program_is_found_by_its_name_else_as_the_largest_process() {
+        let proc_ = |pid, name: &str, gib: u64| ProcessSample {
+            pid,
+            name: Some(name.into()),
+            used: Some(gib << 30),
+            ..Default::default()
+        };
+        let gpu = |procs| GpuSample {
+            processes: Some(procs),
+            ..Default::default()
+        };
+        let s = Snapshot {
+            gpus: vec![
+                gpu(vec![proc_(1, "dwm.exe", 1)]),
+                gpu(vec![
+                    proc_(7, "python.exe", 9),
+                    proc_(9, "DOOMEternalx64vk.exe", 6),
+                ]),
+            ],
+            ..Default::default()
+        };
+        let found = s.find_process(&["doom-eternal", "DOOM Eternal"]).unwrap();
+        assert_eq!((found.gpu, found.pid, found.by_name), (1, 9, true));
+        // No process named like the title: the largest one, said to be so.
+        let found = s.find_process(&["Cyberpunk 2077"]).unwrap();
+        assert_eq!((found.pid, found.by_name), (7, false));
+        assert_eq!(s.find_process(&[]).map(|f| f.pid), Some(7));
+        // A short word does not match a longer name; equal names do.
+        assert!(!same_program("dwm.exe", "dwmx"));
+        assert!(same_program("re4.exe", "RE4"));
+        assert!(same_program(
+            "Spider-Man.exe",
+            "Marvel's Spider-Man Remastered"
+        ));
+        assert_eq!(Snapshot::default().find_process(&["x"]), None);
+    }
+
+    #[test]
     fn memory_v1_used_is_not_double_counted() {
         let v2 = MemorySample {
             total: 100,
@@ -379,6 +490,7 @@ mod tests {
                 }]),
                 ..Default::default()
             }],
+            notes: Vec::new(),
         };
         let j = serde_json::to_string(&s).unwrap();
         assert!(j.contains("\"temp_c\":null"), "{j}");

@@ -36,6 +36,7 @@ impl Sampler {
                     source: kind,
                     state: SourceState::Error(format!("cannot start the sampling thread: {e}")),
                     gpus: Vec::new(),
+                    notes: Vec::new(),
                 })
                 .ok();
                 None

@@ -63,15 +63,22 @@ impl Probe {
 /// driver, no permission, ...).
 pub fn detect_all(probe: &Probe) -> Result<Vec<Box<dyn Source>>, SourceState> {
     #[cfg(windows)]
-    {
-        if let Ok(win) = super::windows::open(probe.nvml_lib.clone()) {
-            return Ok(vec![Box::new(win)]);
-        }
-    }
+    let counters_missing = match super::windows::open(probe.nvml_lib.clone()) {
+        Ok(win) => return Ok(vec![Box::new(win)]),
+        Err(why) => why,
+    };
     let mut found: Vec<Box<dyn Source>> = Vec::new();
     let mut nvml = super::nvml::NvmlSource::new(probe.nvml_lib.clone());
     let first = nvml.sample();
     if first.state.is_ok() && !first.gpus.is_empty() {
+        // Windows without its GPU counters: NVML's readings, each noting why the shared and
+        // per-process memory are missing.
+        #[cfg(windows)]
+        found.push(Box::new(super::pdh::without_counters(
+            nvml,
+            counters_missing,
+        )));
+        #[cfg(not(windows))]
         found.push(Box::new(nvml));
     }
     #[cfg(target_os = "linux")]

@@ -174,6 +174,7 @@ impl Query {
             process_dedicated: self.read_array(self.counters[2]),
             process_shared: self.read_array(self.counters[3]),
             process_ids: self.read_array(self.counters[4]),
+            processes_missing: false,
         })
     }
 }
@@ -195,12 +196,7 @@ impl CounterFeed for Query {
 /// line why the counters cannot be read (Windows before 10 1709 or without a WDDM 2 driver:
 /// "GPUs in the Task Manager", DirectX Developer Blog, 2017; Wine, which has none).
 pub fn open(nvml_lib: Option<std::path::PathBuf>) -> Result<CountersSource, String> {
-    let unavailable = |why: String| {
-        format!(
-            "the Windows GPU performance counters are not available ({why}): shared GPU memory \
-             and each process's memory are not shown"
-        )
-    };
+    let unavailable = |why: String| pdh::unavailable(&why);
     let query = Query::open().map_err(unavailable)?;
     let c = query.collect().map_err(unavailable)?;
     if pdh::adapters(&c).is_empty() {

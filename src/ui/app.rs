@@ -144,6 +144,7 @@ impl VramDoctorApp {
             Tab::Planner => s.planner.ui(ui),
             Tab::Monitor => {
                 let predicted = s.planner.predicted_bytes();
+                s.monitor.game = s.planner.game_workload();
                 s.monitor.ui(ui, predicted);
             }
             Tab::Doctor => {

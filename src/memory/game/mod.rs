@@ -301,9 +301,72 @@ impl GameWorkload {
 
     /// The VRAM budget Windows gives the game: the card minus other programs and the desktop.
     pub fn budget_bytes(&self) -> u64 {
-        let cap = self.gpu.vram_bytes as f64;
-        (cap - self.run.other_processes_bytes as f64 - generic::OS_RESERVE_GIB * GIB).max(0.0)
-            as u64
+        self.budget_on(self.gpu.vram_bytes)
+    }
+
+    /// The same budget on a card of `capacity_bytes` (the one the monitor shows): what one
+    /// process may hold there (DXGI's `QueryVideoMemoryInfo` budget, approximated as the card
+    /// less the planned other programs and [`generic::OS_RESERVE_GIB`]).
+    pub fn budget_on(&self, capacity_bytes: u64) -> u64 {
+        (capacity_bytes as f64
+            - self.run.other_processes_bytes as f64
+            - generic::OS_RESERVE_GIB * GIB)
+            .max(0.0) as u64
+    }
+
+    /// The budget for one process against `used_bytes`, the dedicated memory the game's process
+    /// holds on a card of `reported_capacity` bytes (0 where the card's size is not reported,
+    /// as from Windows' counters alone: the planned card's size is used then).
+    pub fn check_on(&self, reported_capacity: u64, used_bytes: u64) -> BudgetCheck {
+        let card_reported = reported_capacity > 0;
+        let capacity_bytes = if card_reported {
+            reported_capacity
+        } else {
+            self.gpu.vram_bytes
+        };
+        BudgetCheck {
+            budget_bytes: self.budget_on(capacity_bytes),
+            capacity_bytes,
+            card_reported,
+            used_bytes,
+        }
+    }
+
+    /// The names the game's process may go by: the catalog title's id, name and aliases
+    /// (none for the generic model).
+    pub fn process_names(&self) -> Vec<&str> {
+        self.game.as_ref().map_or_else(Vec::new, |g| {
+            [g.id.as_str(), g.name.as_str()]
+                .into_iter()
+                .chain(g.aliases.iter().map(String::as_str))
+                .collect()
+        })
+    }
+}
+
+/// The game plan's budget for one process on a card, against what the game holds there
+/// ([`GameWorkload::check_on`]): the monitor's budget line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetCheck {
+    pub budget_bytes: u64,
+    /// The card the budget is taken from.
+    pub capacity_bytes: u64,
+    /// `capacity_bytes` is the card's own report; `false`: the planned card's size.
+    pub card_reported: bool,
+    pub used_bytes: u64,
+}
+
+impl BudgetCheck {
+    /// Bytes over the budget; `None` within it.
+    pub fn over_bytes(&self) -> Option<u64> {
+        self.used_bytes
+            .checked_sub(self.budget_bytes)
+            .filter(|b| *b > 0)
+    }
+
+    /// Bytes left in the budget (0 when over).
+    pub fn left_bytes(&self) -> u64 {
+        self.budget_bytes.saturating_sub(self.used_bytes)
     }
 }
 
@@ -511,5 +574,25 @@ mod tests {
             w.budget_bytes(),
             gib_to_bytes(8.0) - (1 << 30) - gib_to_bytes(0.4)
         );
+        // On another card the same plan leaves that card less the same two.
+        assert_eq!(
+            w.budget_on(gib_to_bytes(16.0)),
+            gib_to_bytes(16.0) - (1 << 30) - gib_to_bytes(0.4)
+        );
+        assert_eq!(w.budget_on(1 << 20), 0, "never below zero");
+        let on_16 = w.check_on(gib_to_bytes(16.0), gib_to_bytes(15.0));
+        assert!(
+            on_16.card_reported
+                && on_16.over_bytes() == Some(on_16.used_bytes - on_16.budget_bytes)
+        );
+        // A card that does not report its size: the planned card's (8 GiB).
+        let unreported = w.check_on(0, 1 << 30);
+        assert_eq!(
+            (unreported.card_reported, unreported.budget_bytes),
+            (false, w.budget_bytes())
+        );
+        assert_eq!(unreported.over_bytes(), None);
+        assert_eq!(unreported.left_bytes(), w.budget_bytes() - (1 << 30));
+        assert!(w.process_names().contains(&"Hogwarts Legacy"));
     }
 }

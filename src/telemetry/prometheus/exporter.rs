@@ -563,6 +563,7 @@ mod tests {
             source: SourceKind::Nvml,
             state: SourceState::Ok,
             gpus,
+            notes: Vec::new(),
         }
     }
 

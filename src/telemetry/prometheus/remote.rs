@@ -138,6 +138,7 @@ impl PrometheusSource {
             source: SourceKind::Prometheus,
             state,
             gpus,
+            notes: Vec::new(),
         }
     }
 
@@ -235,6 +236,7 @@ impl Source for PrometheusSource {
                 source: SourceKind::Prometheus,
                 state: SourceState::Ok,
                 gpus,
+                notes: Vec::new(),
             });
         }
         out

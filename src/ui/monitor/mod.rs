@@ -16,9 +16,11 @@ mod watch_panel;
 
 use super::files::Dialogs;
 use super::i18n::{tr, trf};
+use crate::memory::game::GameWorkload;
 use crate::telemetry::prometheus::PrometheusSource;
 use crate::telemetry::{
-    GpuSample, Sampler, Session, SessionConfig, Snapshot, Source, SourceState, demo::DemoSource,
+    FoundProcess, GpuSample, Sampler, Session, SessionConfig, Snapshot, Source, SourceState,
+    demo::DemoSource,
 };
 use crate::units::human;
 use egui::Ui;
@@ -207,6 +209,9 @@ pub struct MonitorView {
     reset_view: bool,
     /// "Watch a command…": a run of the user's, watched with these readings.
     pub watch: WatchPanel,
+    /// The game the planner plans: its budget for one process is drawn for the game's process.
+    #[serde(skip)]
+    pub game: Option<GameWorkload>,
 }
 
 impl MonitorView {
@@ -367,6 +372,9 @@ impl MonitorView {
         if !latest.state.is_ok() {
             ui.colored_label(ui.visuals().warn_fg_color, latest.state.message_in_app());
         }
+        for n in &latest.notes {
+            ui.colored_label(ui.visuals().warn_fg_color, n);
+        }
         panels::alerts_ui(ui, self.feed.session.alerts());
         let run_pids = self.watch.run_pids(latest);
         let axis = TimeAxis {
@@ -375,10 +383,14 @@ impl MonitorView {
             span_ms: self.span.millis(),
             reset: self.reset_view,
         };
+        let game = self
+            .game
+            .as_ref()
+            .and_then(|w| Some((w, latest.find_process(&w.process_names())?)));
         egui::ScrollArea::vertical().show(ui, |ui| {
             // GPUs of a fleet (a Prometheus source) come sorted by host: one heading per host.
             let mut host = None;
-            for g in &latest.gpus {
+            for (i, g) in latest.gpus.iter().enumerate() {
                 if g.host.is_some() && g.host != host {
                     host.clone_from(&g.host);
                     ui.separator();
@@ -391,7 +403,8 @@ impl MonitorView {
                         .strong(),
                     );
                 }
-                self.gpu_ui(ui, &axis, g, predicted_bytes, &run_pids);
+                let game_here = game.filter(|(_, f)| f.gpu == i);
+                self.gpu_ui(ui, &axis, g, predicted_bytes, &run_pids, game_here);
                 ui.add_space(12.0);
             }
         });
@@ -429,6 +442,7 @@ impl MonitorView {
         g: &GpuSample,
         predicted: Option<u64>,
         run_pids: &BTreeSet<u32>,
+        game: Option<(&GameWorkload, FoundProcess)>,
     ) {
         ui.heading(trf(
             "GPU {index}: {name}",
@@ -452,7 +466,10 @@ impl MonitorView {
         }
         plots::small_plots_ui(ui, axis, g, history);
         if let Some(m) = g.memory {
-            panels::processes_ui(ui, g, m.total, run_pids);
+            panels::processes_ui(ui, g, m.total, run_pids, game.map(|(_, f)| f.pid));
+            if let Some((w, found)) = game {
+                panels::game_budget_ui(ui, g, m.total, w, found);
+            }
         }
     }
 }

@@ -1,10 +1,11 @@
 //! The monitor's panels around the plots: the no-GPU panel, the alert banner and the process
 //! table.
 
-use crate::telemetry::GpuSample;
+use crate::memory::game::{GameWorkload, generic};
 use crate::telemetry::detect::{Alert, Severity};
+use crate::telemetry::{FoundProcess, GpuSample};
 use crate::ui::i18n::{tr, trf};
-use crate::units::human;
+use crate::units::{gib_to_bytes, human};
 use egui::Ui;
 use std::collections::BTreeSet;
 
@@ -47,8 +48,14 @@ const COLUMNS: [f32; 5] = [280.0, 70.0, 100.0, 100.0, 110.0];
 
 /// Name, pid, memory and share of the card of each process holding memory, and, where the
 /// source knows it (Windows' GPU counters, AMD GTT), the shared system memory the GPU holds for
-/// it; the processes of a watched command (`run`) are marked.
-pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64, run: &BTreeSet<u32>) {
+/// it; the processes of a watched command (`run`) and the game's (`game`) are marked.
+pub(super) fn processes_ui(
+    ui: &mut Ui,
+    g: &GpuSample,
+    total: u64,
+    run: &BTreeSet<u32>,
+    game: Option<u32>,
+) {
     let procs = g.processes.as_deref().unwrap_or_default();
     if procs.is_empty() {
         ui.weak(tr(
@@ -73,6 +80,10 @@ pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64, run: &BTreeSe
                 .strong()
                 .color(ui.visuals().selection.stroke.color)
                 .into()
+        } else if game == Some(p.pid) {
+            egui::RichText::new(trf("{name} (the game)", &[("name", &name)]))
+                .strong()
+                .into()
         } else {
             name.into()
         };
@@ -85,6 +96,102 @@ pub(super) fn processes_ui(ui: &mut Ui, g: &GpuSample, total: u64, run: &BTreeSe
             shared.into(),
         ];
         row_ui(ui, &cells[..columns], i % 2 == 0);
+    }
+}
+
+/// The game plan's budget for one process on this card (`GameWorkload::check_on`: the card
+/// less the planned other programs and the Windows desktop's reserve, what DXGI's budget lets
+/// one process have) drawn as a bar against the dedicated memory the game's process holds now;
+/// its shared memory (system RAM, outside the budget) is named beside it.
+pub(super) fn game_budget_ui(
+    ui: &mut Ui,
+    g: &GpuSample,
+    total: u64,
+    w: &GameWorkload,
+    found: FoundProcess,
+) {
+    let Some(p) = g.processes.iter().flatten().find(|p| p.pid == found.pid) else {
+        return;
+    };
+    let Some(used) = p.used else { return };
+    let c = w.check_on(total, used);
+    ui.add_space(6.0);
+    ui.strong(trf(
+        "The game plan's budget for one process on this card: {budget}",
+        &[("budget", &human(c.budget_bytes))],
+    ));
+    ui.weak(trf(
+        "{total} less {other} for other programs (as planned) and {reserve} for the Windows desktop and driver",
+        &[
+            ("total", &human(c.capacity_bytes)),
+            ("other", &human(w.run.other_processes_bytes)),
+            ("reserve", &human(gib_to_bytes(generic::OS_RESERVE_GIB))),
+        ],
+    ));
+    if !c.card_reported {
+        ui.weak(tr(
+            "This GPU does not report its size: the budget is the planned card's.",
+        ));
+    }
+    let name = p.name.clone().unwrap_or_else(|| "?".into());
+    let text = match p.shared {
+        Some(sh) => trf(
+            "{name}: {used} dedicated of {budget}, + {shared} shared",
+            &[
+                ("name", &name),
+                ("used", &human(used)),
+                ("budget", &human(c.budget_bytes)),
+                ("shared", &human(sh)),
+            ],
+        ),
+        None => trf(
+            "{name}: {used} of {budget}",
+            &[
+                ("name", &name),
+                ("used", &human(used)),
+                ("budget", &human(c.budget_bytes)),
+            ],
+        ),
+    };
+    let fill = if c.budget_bytes == 0 {
+        1.0
+    } else {
+        (used as f64 / c.budget_bytes as f64).min(1.0)
+    };
+    let mut bar = egui::ProgressBar::new(fill as f32)
+        .text(text)
+        .desired_width(COLUMNS.iter().sum());
+    match c.over_bytes() {
+        Some(over) => {
+            bar = bar.fill(ui.visuals().error_fg_color);
+            ui.add(bar);
+            ui.colored_label(
+                ui.visuals().error_fg_color,
+                trf(
+                    "Over the game's budget by {bytes}: the driver pages textures over PCIe (stutter, blurry textures)",
+                    &[("bytes", &human(over))],
+                ),
+            );
+        }
+        None => {
+            ui.add(bar);
+            ui.label(trf(
+                "{bytes} left in the game's budget",
+                &[("bytes", &human(c.left_bytes()))],
+            ));
+        }
+    }
+    if !found.by_name {
+        ui.weak(match &w.game {
+            Some(t) => trf(
+                "Taken as the game: the process holding the most memory (none is named like {title})",
+                &[("title", &t.name)],
+            ),
+            None => tr(
+                "Taken as the game: the process holding the most memory (the plan names no title)",
+            )
+            .to_string(),
+        });
     }
 }
 

@@ -20,7 +20,7 @@ use super::i18n::tr;
 use crate::catalog::Catalog;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
-use crate::memory::game::GameRun;
+use crate::memory::game::{GameRun, GameWorkload};
 use crate::memory::{Breakdown, Run, WorkloadFile};
 use crate::plan::diffusion::DiffusionPlan;
 use crate::plan::game::GameAdvice;
@@ -213,6 +213,14 @@ impl PlannerView {
             needed_bytes: v.need_bytes,
             capacity_bytes: v.capacity_bytes,
         })
+    }
+
+    /// The game being planned, for the monitor's budget line; `None` for other workloads.
+    pub fn game_workload(&mut self) -> Option<GameWorkload> {
+        match &self.evaluate().ok()?.source.0 {
+            AnyWorkload::Game(g) => Some(g.clone()),
+            _ => None,
+        }
     }
 
     /// Bytes the card must hold at the peak, for the monitor's "predicted" line.
