@@ -42,6 +42,11 @@ fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every Chinese text of the doctor's knowledge (`zh` entries of any table), with where it is.
 fn doctor_zh_texts() -> Vec<(String, String)> {
+    zh_texts_in("assets/doctor")
+}
+
+/// Every Chinese text (`zh` entries of any table) of the TOML files under `dir`.
+fn zh_texts_in(dir: &str) -> Vec<(String, String)> {
     fn walk(v: &toml::Value, at: &str, file: &str, out: &mut Vec<(String, String)>) {
         match v {
             toml::Value::Table(t) => {
@@ -63,7 +68,7 @@ fn doctor_zh_texts() -> Vec<(String, String)> {
         }
     }
     let mut files = Vec::new();
-    toml_files(&root().join("assets/doctor"), &mut files);
+    toml_files(&root().join(dir), &mut files);
     files.sort();
     let mut out = Vec::new();
     for f in files {
@@ -88,6 +93,9 @@ fn every_chinese_character_has_a_glyph_in_the_shipped_subset() {
         "the doctor's knowledge has Chinese texts"
     );
     texts.extend(doctor);
+    let glossary = zh_texts_in("assets/glossary");
+    assert!(glossary.len() > 100, "the glossary has Chinese texts");
+    texts.extend(glossary);
     for l in Lang::ALL {
         texts.push((format!("the language switch's {l:?}"), l.endonym().into()));
     }

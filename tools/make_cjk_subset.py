@@ -12,6 +12,7 @@ is missing from the subset):
 Characters taken: every non-ASCII character of
   - assets/i18n/*.toml (the UI tables, keys and values),
   - assets/doctor/**/*.toml texts in English and Chinese (`*.en = "…"`, `*.zh = "…"`),
+  - assets/glossary/*.toml texts (`en = "…"`, `zh = "…"`), the planner's tooltips,
   - string literals in src/ui/**/*.rs (e.g. the language switch's "简体中文").
 The font is SIL OFL 1.1 (assets/fonts/OFL.txt); it has no Reserved Font Name, so the subset
 keeps its name.
@@ -29,6 +30,7 @@ DEFAULT_SOURCE = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
 SC_NAME = "Noto Sans CJK SC"
 
 DOCTOR_TEXT = re.compile(r'^\s*[\w.-]*\.(?:en|zh)\s*=\s*"(.*)"\s*$')
+GLOSSARY_TEXT = re.compile(r'^\s*(?:en|zh)\s*=\s*"(.*)"\s*$')
 RUST_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -41,6 +43,11 @@ def wanted_chars():
     for f in sorted((ROOT / "assets" / "doctor").rglob("*.toml")):
         for line in f.read_text(encoding="utf-8").splitlines():
             m = DOCTOR_TEXT.match(line)
+            if m:
+                chars.update(m.group(1))
+    for f in sorted((ROOT / "assets" / "glossary").glob("*.toml")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            m = GLOSSARY_TEXT.match(line)
             if m:
                 chars.update(m.group(1))
     for f in sorted((ROOT / "src" / "ui").rglob("*.rs")):

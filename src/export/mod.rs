@@ -247,7 +247,11 @@ pub fn planned(w: &AnyWorkload, r: &PlanResult) -> AnyWorkload {
             AnyWorkload::Llm(p)
         }
         AnyWorkload::Diffusion(d) => AnyWorkload::Diffusion(planned_diffusion(d, r)),
-        AnyWorkload::Game(_) => w.clone(),
+        AnyWorkload::Game(g) => {
+            let mut p = g.clone();
+            p.run = crate::plan::game::fitted(g);
+            AnyWorkload::Game(p)
+        }
     }
 }
 

@@ -223,7 +223,17 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                     "lower settings".into()
                 },
                 fits: fits || !a.to_fit.is_empty(),
-                process_bytes: a.use_bytes,
+                // What the game uses once the steps are taken (the settings as given when
+                // none is needed), as for every other kind's plan.
+                process_bytes: if a.to_fit.is_empty() {
+                    a.use_bytes
+                } else {
+                    let fitted = crate::memory::game::GameWorkload {
+                        run: game::fitted(g),
+                        ..g.clone()
+                    };
+                    game::advise(&fitted).use_bytes
+                },
                 max_batch: None,
                 max_seq: None,
                 why: format!(

@@ -49,6 +49,7 @@ impl VramDoctorApp {
 
     fn restore(cc: &eframe::CreationContext<'_>, start_tab: Option<Tab>, first: Lang) -> Self {
         super::install_fonts(&cc.egui_ctx);
+        super::install_style(&cc.egui_ctx);
         let saved: Option<AppState> = cc
             .storage
             .and_then(|s| eframe::get_value(s, eframe::APP_KEY));
@@ -111,7 +112,10 @@ impl VramDoctorApp {
         // The machine's cards are read once, with the monitor's source finder.
         self.gpu_picker.start(ui.ctx(), s.monitor.feed.detect);
         egui::Panel::top("top_bar").show(ui, |ui| {
-            ui.horizontal(|ui| {
+            // Wrapped, so a narrow window moves the language and theme switches to a second
+            // row instead of drawing them over the GPU picker (at 800×600 "Dark" was cut off,
+            // issue 22); on a wide one they sit at the right edge.
+            ui.horizontal_wrapped(|ui| {
                 ui.strong("VRAM Doctor");
                 ui.separator();
                 for t in Tab::ALL {
@@ -119,13 +123,13 @@ impl VramDoctorApp {
                 }
                 ui.separator();
                 self.gpu_picker.ui(ui, &mut s.planner.workload.gpu);
-                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                    theme_ui(ui);
-                    ui.separator();
-                    lang_ui(ui, &mut s.lang);
+                right_aligned(ui, |ui| {
                     if let Some(why) = s.lang.problem() {
                         ui.colored_label(ui.visuals().warn_fg_color, why);
                     }
+                    lang_ui(ui, &mut s.lang);
+                    ui.separator();
+                    theme_ui(ui);
                 });
             });
         });
@@ -199,15 +203,35 @@ impl eframe::App for VramDoctorApp {
     }
 }
 
+/// Draws `add` at the right end of the current row of a wrapped layout when it fits there,
+/// else at the start of the next row. Its width is the one measured in the last frame (egui lays
+/// out in one pass), so the first frame of a new width may place it once more before it settles.
+fn right_aligned(ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui)) {
+    let id = ui.scope_id().with("right_aligned_width");
+    let width: f32 = ui.data(|d| d.get_temp(id)).unwrap_or(0.0);
+    let gap = ui.spacing().item_spacing.x;
+    let room = ui.available_size_before_wrap().x;
+    if width + gap > room {
+        ui.end_row();
+    } else {
+        ui.add_space(room - width - gap);
+    }
+    let drawn = ui.horizontal(add).response.rect.width();
+    if (drawn - width).abs() > 0.5 {
+        ui.data_mut(|d| d.insert_temp(id, drawn));
+        ui.ctx()
+            .request_discard("the top bar's right group changed width");
+    }
+}
+
 /// Theme choice in words: egui's own theme buttons are emoji the bundled fonts do not have.
 fn theme_ui(ui: &mut egui::Ui) {
     use egui::ThemePreference as T;
     let mut pref = ui.options(|o| o.theme_preference);
-    // Right-to-left layout: listed in reverse of how they appear.
     for (p, name) in [
-        (T::Dark, tr("Dark")),
-        (T::Light, tr("Light")),
         (T::System, tr("System theme")),
+        (T::Light, tr("Light")),
+        (T::Dark, tr("Dark")),
     ] {
         ui.selectable_value(&mut pref, p, name);
     }
@@ -217,8 +241,7 @@ fn theme_ui(ui: &mut egui::Ui) {
 /// The language switch, each language named in itself so anyone can find their own. A change
 /// shows from the next frame on, which egui draws at once because the click asked for it.
 fn lang_ui(ui: &mut egui::Ui, lang: &mut Lang) {
-    // Right-to-left layout: listed in reverse of how they appear.
-    for l in Lang::ALL.into_iter().rev() {
+    for l in Lang::ALL {
         if ui.selectable_value(lang, l, l.endonym()).changed() {
             i18n::set_lang(*lang);
         }

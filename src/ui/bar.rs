@@ -1,9 +1,10 @@
 //! A horizontal stacked bar: each part of an estimate as a coloured segment, drawn against the
-//! card's capacity line, with a legend that names each part and its size.
+//! card's capacity line, with a legend that names each part and its size. Each segment and
+//! each legend line says what the part is when the pointer rests on it (the glossary's text).
 
 use super::i18n::trf;
 use crate::units::human;
-use egui::{Color32, Sense, Stroke, StrokeKind, Ui, Vec2, WidgetInfo};
+use egui::{Color32, Response, Sense, Stroke, StrokeKind, Ui, Vec2, WidgetInfo};
 
 /// Segment colours, in order; chosen to stay apart in both dark and light themes
 /// (Okabe–Ito colour-blind-safe palette, Okabe & Ito 2008, "Color Universal Design").
@@ -23,11 +24,33 @@ pub fn color(i: usize) -> Color32 {
     PALETTE[i % PALETTE.len()]
 }
 
-/// Draws `parts` (label, bytes) stacked left to right, a vertical line at `capacity`, and a
-/// thinner one `margin` bytes before it (the safety margin a plan leaves free). The scale
-/// leaves room for whichever is larger, so an overflow shows past the line.
-pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64, margin: u64) {
-    let total: u64 = parts.iter().map(|p| p.1).fold(0, u64::saturating_add);
+/// One part of the bar: its name as shown, its size, and what it is (the glossary's text).
+pub struct Segment<'a> {
+    pub label: &'a str,
+    pub bytes: u64,
+    pub about: Option<&'a str>,
+}
+
+impl Segment<'_> {
+    /// The part's name and size, and what it is: a segment's accessible label and tooltip.
+    fn title(&self) -> String {
+        format!("{}: {}", self.label, human(self.bytes))
+    }
+
+    fn explain(&self, response: Response) -> Response {
+        match self.about {
+            Some(a) => response.on_hover_text(format!("{}\n{a}", self.title())),
+            None => response.on_hover_text(self.title()),
+        }
+    }
+}
+
+/// Draws `parts` stacked left to right, a vertical line at `capacity`, and a thinner one
+/// `margin` bytes before it (the safety margin a plan leaves free). The scale leaves room for
+/// whichever is larger, so an overflow shows past the line. Each segment is a widget of its own
+/// (labelled "name: size"), whose tooltip says what the part is.
+pub fn stacked_bar(ui: &mut Ui, parts: &[Segment], capacity: u64, margin: u64) {
+    let total: u64 = parts.iter().map(|p| p.bytes).fold(0, u64::saturating_add);
     let scale = total.max(capacity).max(1) as f32 * 1.04;
     let size = Vec2::new(ui.available_width(), 30.0);
     let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
@@ -44,11 +67,14 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64, margin: u6
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 3.0, ui.visuals().extreme_bg_color);
     let mut x = rect.left();
-    for (i, (_, bytes)) in parts.iter().enumerate() {
-        let w = rect.width() * (*bytes as f32 / scale);
+    for (i, part) in parts.iter().enumerate() {
+        let w = rect.width() * (part.bytes as f32 / scale);
         let seg =
             egui::Rect::from_min_max(egui::pos2(x, rect.top()), egui::pos2(x + w, rect.bottom()));
         painter.rect_filled(seg, 0.0, color(i));
+        let hover = ui.interact(seg, response.id.with(i), Sense::hover());
+        hover.widget_info(|| WidgetInfo::labeled(egui::Role::Meter, true, part.title()));
+        part.explain(hover);
         x += w;
     }
     let cap_x = rect.left() + rect.width() * (capacity as f32 / scale);
@@ -81,17 +107,21 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[(&str, u64)], capacity: u64, margin: u6
     });
 }
 
-/// The legend under the bar: a swatch, the part's name and its size, one per line.
-pub fn legend(ui: &mut Ui, parts: &[(&str, u64)]) {
+/// The legend under the bar: a swatch, the part's name and its size, one per line; the name
+/// says what the part is when the pointer rests on it.
+pub fn legend(ui: &mut Ui, parts: &[Segment]) {
     egui::Grid::new("bar_legend")
         .num_columns(3)
         .spacing([8.0, 4.0])
         .show(ui, |ui| {
-            for (i, (label, bytes)) in parts.iter().enumerate() {
+            for (i, part) in parts.iter().enumerate() {
                 let (r, _) = ui.allocate_exact_size(Vec2::splat(12.0), Sense::hover());
                 ui.painter().rect_filled(r, 2.0, color(i));
-                ui.label(*label);
-                ui.label(human(*bytes));
+                let name = ui.label(part.label);
+                if let Some(a) = part.about {
+                    name.on_hover_text(a);
+                }
+                ui.label(human(part.bytes));
                 ui.end_row();
             }
         });

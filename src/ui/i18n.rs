@@ -135,8 +135,12 @@ pub fn lang() -> Lang {
 /// `en` in the current language. Takes any `&str`, so labels the domain layers hand over as
 /// `String`s (a breakdown part's name) translate too: `tr(&part.label)`.
 pub fn tr(en: &str) -> &str {
-    lang()
-        .table()
+    tr_in(lang(), en)
+}
+
+/// `en` in `lang`, whatever language this thread shows (for tables built once per language).
+pub fn tr_in(lang: Lang, en: &str) -> &str {
+    lang.table()
         .and_then(|t| t.get(en))
         .map_or(en, String::as_str)
 }

@@ -1,12 +1,32 @@
 //! Input widgets the views share: a searchable catalog picker, choice and
 //! spelling combo boxes, count sliders, and the one-line outcome of a file action.
 
+use crate::ui::glossary;
 use crate::ui::i18n::{tr, trf};
-use egui::{ComboBox, Slider, Ui};
+use egui::{ComboBox, Response, Slider, Ui};
 use std::fmt::Display;
 
 /// Outcome of an open or save: a message, or what went wrong.
 pub type Status = Option<Result<String, String>>;
+
+/// `response` with the glossary's explanation of the control labelled `label` (shown text) as
+/// its tooltip, when the glossary has one (tests/ui_glossary.rs requires one for every control).
+pub fn explained(response: Response, label: &str) -> Response {
+    match glossary::control(label) {
+        Some(about) => response.on_hover_text(about),
+        None => response,
+    }
+}
+
+/// The tooltip of a choice control: what the control is for, then what the current choice
+/// means when the glossary explains it.
+fn choice_tooltip(label: &str, current: &str) -> Option<String> {
+    let about = glossary::control(label)?;
+    Some(match glossary::choice(label, current) {
+        Some(c) => format!("{about}\n\n{current}: {c}"),
+        None => about.to_string(),
+    })
+}
 
 /// Shows a status line (errors in the error colour).
 pub fn status_ui(ui: &mut Ui, status: &Status) {
@@ -69,6 +89,7 @@ pub fn search_pick<'a>(
                 ui.close();
             }
         });
+    explained(shown.response, label);
     if shown.inner.is_none() {
         // Closed: the next opening focuses the search again.
         ui.data_mut(|d| d.remove::<bool>(focused_once));
@@ -103,15 +124,14 @@ pub fn stepped_slider(
     logarithmic: bool,
 ) -> Option<i64> {
     let mut v = value;
-    ui.add(
+    let slider = ui.add(
         Slider::new(&mut v, range)
             .step_by(f64::from(step.max(1)))
             .logarithmic(logarithmic)
             .update_while_editing(false)
             .text(label),
-    )
-    .changed()
-    .then_some(i64::from(v))
+    );
+    explained(slider, label).changed().then_some(i64::from(v))
 }
 
 /// A slider over an amount of memory in GiB, shown to 0.01 GiB; `Some` with the new value when
@@ -119,15 +139,14 @@ pub fn stepped_slider(
 /// itself and report a change nobody made.
 pub fn gib_slider(ui: &mut Ui, label: &str, bytes: u64, max_gib: f64) -> Option<f64> {
     let mut v = crate::units::gib(bytes);
-    ui.add(
+    let slider = ui.add(
         Slider::new(&mut v, 0.0..=max_gib)
             .custom_formatter(|v, _| format!("{v:.2}"))
             .suffix(" GiB")
             .update_while_editing(false)
             .text(label),
-    )
-    .changed()
-    .then_some(v)
+    );
+    explained(slider, label).changed().then_some(v)
 }
 
 /// A slider over GiB held by other programs, up to the card's size.
@@ -142,32 +161,39 @@ pub fn pick<T: Copy + PartialEq + Display>(
     all: &[T],
     current: T,
 ) -> Option<T> {
-    let mut chosen = current;
-    ComboBox::from_label(label)
-        .selected_text(current.to_string())
-        .show_ui(ui, |ui| {
-            for v in all {
-                ui.selectable_value(&mut chosen, *v, v.to_string());
-            }
-        });
-    (chosen != current).then_some(chosen)
+    let names: Vec<String> = all.iter().map(ToString::to_string).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let at = all.iter().position(|v| *v == current);
+    let picked = pick_name(ui, label, &names, at.map_or("", |i| names[i]))?;
+    all.iter()
+        .zip(&names)
+        .find(|(_, n)| **n == picked)
+        .map(|(v, _)| *v)
 }
 
 /// A combo box over spellings of a string-valued field (`run.weights`, `run.resolution` …).
 pub fn pick_name(ui: &mut Ui, label: &str, names: &[&str], current: &str) -> Option<String> {
     let mut chosen = current;
-    ComboBox::from_label(label)
+    let combo = ComboBox::from_label(label)
         .selected_text(current)
         .show_ui(ui, |ui| {
             for n in names {
-                ui.selectable_value(&mut chosen, *n, *n);
+                let item = ui.selectable_value(&mut chosen, *n, *n);
+                if let Some(about) = glossary::choice(label, n) {
+                    item.on_hover_text(about);
+                }
             }
         });
+    if let Some(tip) = choice_tooltip(label, current) {
+        combo.response.on_hover_text(tip);
+    }
     (chosen != current).then(|| chosen.to_string())
 }
 
 /// A checkbox over a flag of the workload; `Some` with the new value when clicked.
 pub fn flag(ui: &mut Ui, label: &str, value: bool) -> Option<bool> {
     let mut v = value;
-    ui.checkbox(&mut v, label).changed().then_some(v)
+    explained(ui.checkbox(&mut v, label), label)
+        .changed()
+        .then_some(v)
 }

@@ -7,7 +7,7 @@ use crate::memory::any::AnyWorkload;
 use crate::plan::PlanResult;
 use crate::ui::files::Dialogs;
 use crate::ui::i18n::{tr, trf};
-use crate::ui::widgets::{Status, status_ui};
+use crate::ui::widgets::{Status, explained, status_ui};
 use egui::{ComboBox, RichText, Ui};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -80,13 +80,15 @@ impl ExportView {
         let (kinds, current) = (r.kinds.clone(), r.kind);
         let text = r.text.clone();
         let mut chosen = current;
-        ComboBox::from_label(tr("Export format"))
+        let label = tr("Export format");
+        let combo = ComboBox::from_label(label)
             .selected_text(current.map_or("", |k| k.as_str()))
             .show_ui(ui, |ui| {
                 for k in &kinds {
                     ui.selectable_value(&mut chosen, Some(*k), k.as_str());
                 }
             });
+        explained(combo.response, label);
         if chosen != current {
             self.kind = chosen;
             self.status = None;

@@ -11,7 +11,7 @@ use crate::types::arch::ModelArch;
 use crate::types::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
 use crate::types::workload::{ModelSection, RunSection};
 use crate::ui::i18n::{tr, tr_template, trf};
-use crate::ui::widgets::{count_slider, other_programs, pick, pick_name, search_pick};
+use crate::ui::widgets::{count_slider, explained, other_programs, pick, pick_name, search_pick};
 use crate::units::human;
 use egui::{Slider, Ui};
 
@@ -104,24 +104,26 @@ pub fn inputs_ui(
         // The whole sequence is the default: written only when set apart from it.
         f.prompt = (v != i64::from(r.seq)).then_some(v);
     }
-    // `KvDtype` has no Display: show the first accepted spelling that parses back to it.
-    let kv_name = KV_NAMES
-        .iter()
-        .find(|n| n.parse::<KvDtype>() == Ok(r.kv_cache))
-        .copied()
-        .unwrap_or("fp16");
-    if let Some(v) = pick_name(ui, tr("KV cache"), KV_NAMES, kv_name) {
-        f.kv_cache = Some(v);
+    // A training step keeps no KV cache (the forward pass sees the whole sequence at once), so
+    // the knob is shown for inference only (issue 22).
+    if r.task == Task::Inference {
+        // `KvDtype` has no Display: show the first accepted spelling that parses back to it.
+        let kv_name = KV_NAMES
+            .iter()
+            .find(|n| n.parse::<KvDtype>() == Ok(r.kv_cache))
+            .copied()
+            .unwrap_or("fp16");
+        if let Some(v) = pick_name(ui, tr("KV cache"), KV_NAMES, kv_name) {
+            f.kv_cache = Some(v);
+        }
     }
     if let Some(v) = pick(ui, tr("Attention"), Attention::ALL, r.attention) {
         f.attention = Some(v);
     }
     if r.engine == Engine::Vllm {
         let mut u = r.gpu_memory_utilization;
-        if ui
-            .add(Slider::new(&mut u, 0.1..=1.0).text(tr("GPU memory utilization")))
-            .changed()
-        {
+        let label = tr("GPU memory utilization");
+        if explained(ui.add(Slider::new(&mut u, 0.1..=1.0).text(label)), label).changed() {
             f.gpu_memory_utilization = Some(u);
         }
     }

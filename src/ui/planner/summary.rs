@@ -4,8 +4,8 @@
 use super::Estimate;
 use crate::memory::any::AnyWorkload;
 use crate::plan::verdict::{Fit, Verdict};
-use crate::ui::bar;
 use crate::ui::i18n::{tr, tr_template, trf};
+use crate::ui::{bar, glossary};
 use crate::units::human;
 use egui::{RichText, Ui};
 
@@ -39,10 +39,14 @@ pub fn verdict_ui(ui: &mut Ui, e: &Estimate) {
 /// the warnings.
 pub fn details_ui(ui: &mut Ui, e: &Estimate) {
     let b = &e.breakdown;
-    let parts: Vec<(&str, u64)> = b
+    let parts: Vec<bar::Segment> = b
         .components
         .iter()
-        .map(|c| (tr(&c.label), c.bytes))
+        .map(|c| bar::Segment {
+            label: tr(&c.label),
+            bytes: c.bytes,
+            about: glossary::part(&c.id, &c.label),
+        })
         .collect();
     bar::stacked_bar(
         ui,
