@@ -4,6 +4,9 @@
 //! Peak model (PyTorch ≥ 2.0, `zero_grad(set_to_none=True)`): the largest of three moments of a
 //! step, as the fake-tensor simulation of the real step finds them
 //! (`tests/calibration/fake_train.py`, `peak_phase` and `peak_components` of each row):
+//! - the end of the forward, inside the loss, still under `torch.autocast`: autocast's cache
+//!   holds the 16-bit copy of every trainable weight until the autocast context exits, even
+//!   under checkpointing; the logits, their fp32 upcast and the log-softmax output are alive;
 //! - the loss's backward, the first node of backward: every saved activation is alive, plus the
 //!   loss buffers; gradients exist only from earlier micro-batches (gradient accumulation);
 //! - under full checkpointing, one layer re-run during backward, with the gradients so far;
@@ -31,6 +34,13 @@ pub const LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 12.0;
 /// time (torchtune `CEWithChunkedOutputLoss`, 8 chunks: 16/8 bytes of fp32 buffers).
 pub const CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 2.0 + 16.0 / 8.0;
 
+/// Bytes per vocabulary entry per token alive at the end of the forward, inside
+/// `ForCausalLMLoss`: the LM head's 16-bit output (2, still referenced by the model's output),
+/// its fp32 upcast (4, `logits.float()`) and the saved fp32 `log_softmax` output (4). Measured
+/// by `tests/calibration/fake_train.py` (`peak_phase` "logits": `mm`, `_to_copy`,
+/// `_log_softmax`). The upcast dies when the loss returns, before backward.
+pub const FORWARD_END_LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 10.0;
+
 /// Caching-allocator slack per byte of logits/loss buffers in training: the ms-swift benchmark
 /// rows (Qwen-1.8B/7B/14B LoRA, GC + flash attention, `max_memory_reserved`) grow by the same
 /// ~3.6 GiB per 512 tokens whatever the model size, i.e. ~47 B per vocabulary entry and token,
@@ -52,6 +62,16 @@ fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
     }
 }
 
+/// Whether PEFT's `prepare_model_for_kbit_training` (peft `utils/other.py`) casts the model's
+/// 16-bit parameters (embedding, head, norms) to fp32: it does for bitsandbytes and AWQ bases
+/// and skips GPTQ ones (`is_gptq_quantized`, as it skips AQLM, EETQ, HQQ and torchao).
+fn kbit_upcast(w: WeightFormat) -> bool {
+    matches!(
+        w,
+        WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Int8 | WeightFormat::Awq4
+    )
+}
+
 /// The dtypes of a step's activations (see `StepDtypes`).
 fn step_dtypes(r: &Run) -> StepDtypes {
     let mixed = matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed);
@@ -66,8 +86,9 @@ fn step_dtypes(r: &Run) -> StepDtypes {
         Method::Full if mixed && !deepspeed_16 => 4.0,
         Method::Full => compute,
         // PEFT's `prepare_model_for_kbit_training` casts every non-quantized parameter to fp32
-        // (the embedding too), so the residual stream is fp32.
-        Method::Qlora => 4.0,
+        // (the embedding too), so the residual stream is fp32 — except on GPTQ bases.
+        Method::Qlora if kbit_upcast(r.weights) => 4.0,
+        Method::Qlora => compute,
         Method::Lora => compute,
     };
     StepDtypes {
@@ -113,27 +134,43 @@ pub fn estimate(w: &Workload) -> Breakdown {
     } else {
         (0.0, 0.0)
     };
+    // Checkpointed layers save no weight copy; each recomputed layer casts its own again
+    // (`torch.utils.checkpoint` re-enters autocast for the recompute).
     let (layer_copies, recompute) = if r.checkpointing == Checkpointing::Full {
         (0.0, recompute + copies / f64::from(a.layers.max(1)))
     } else {
         (copies, 0.0)
     };
-    let logits = match r.objective {
+    let (logits, forward_logits) = match r.objective {
         Objective::CausalLm => {
-            let per = match r.loss {
-                Loss::Standard => LOGITS_BYTES_PER_VOCAB_TOKEN,
-                Loss::Chunked => CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN,
+            let (per, forward) = match r.loss {
+                Loss::Standard => (
+                    LOGITS_BYTES_PER_VOCAB_TOKEN,
+                    FORWARD_END_LOGITS_BYTES_PER_VOCAB_TOKEN,
+                ),
+                Loss::Chunked => (
+                    CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN,
+                    CHUNKED_LOGITS_BYTES_PER_VOCAB_TOKEN,
+                ),
             };
-            tokens * f64::from(a.vocab) * per + head_copy
+            let vt = tokens * f64::from(a.vocab);
+            (vt * per + head_copy, vt * forward + head_copy)
         }
-        Objective::Classification => 0.0,
+        Objective::Classification => (0.0, 0.0),
     };
     // Gradients alive at the loss's backward: those of earlier micro-batches.
     let early_grads = if r.grad_accum > 1 { grads } else { 0.0 };
+    // autocast's weight cache (`cached_cast` in aten/src/ATen/autocast_mode.cpp) is cleared
+    // only when the outermost autocast context exits (`torch.autocast.__exit__` →
+    // `clear_autocast_cache`), after the loss is computed: every copy is alive at the end of
+    // the forward, checkpointed or not.
+    let at_forward_end = early_grads + acts + copies + forward_logits;
     let at_loss = early_grads + acts + layer_copies + logits;
     let at_layer = grads + acts + recompute;
     let at_step = grads + temp;
-    let (grads, acts, logits, temp) = if at_loss >= at_layer.max(at_step) {
+    let (grads, acts, logits, temp) = if at_forward_end > at_loss.max(at_layer).max(at_step) {
+        (early_grads, acts + copies, forward_logits, 0.0)
+    } else if at_loss >= at_layer.max(at_step) {
         (early_grads, acts + layer_copies, logits, 0.0)
     } else if at_layer >= at_step {
         (grads, acts + recompute, 0.0, 0.0)
@@ -212,14 +249,11 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
 }
 
 /// LoRA/QLoRA: frozen base weights (16-bit, or quantized with PEFT's
-/// `prepare_model_for_kbit_training` upcasting the remaining 16-bit bitsandbytes parameters —
-/// embeddings, head, norms — to fp32), plus fp32 adapters with their gradients and states.
+/// `prepare_model_for_kbit_training` upcasting the remaining 16-bit parameters — embeddings,
+/// head, norms — to fp32, see `kbit_upcast`), plus fp32 adapters with their gradients and states.
 fn adapter_model_states(a: &ModelArch, r: &Run, base: f64) -> (f64, f64, f64, f64, f64) {
     let mut base = base;
-    if matches!(
-        r.weights,
-        WeightFormat::Nf4 | WeightFormat::Fp4 | WeightFormat::Int8
-    ) {
+    if kbit_upcast(r.weights) {
         base += 2.0 * (a.embedding_params() + a.lm_head_params());
     }
     let lp = lora_params(a, r.lora_rank, r.lora_targets);
@@ -287,6 +321,33 @@ mod tests {
         assert!(q.get("weights") as f64 > 5.0 * GIB && (q.get("weights") as f64) < 9.0 * GIB);
         assert!(q.peak.tensors_bytes * 4 < f.peak.tensors_bytes);
         assert!(q.get("adapters") > 0);
+    }
+
+    #[test]
+    fn autocast_cache_peaks_at_the_end_of_a_checkpointed_forward() {
+        // Checkpointing, a small optimizer state and earlier micro-batches' gradients: the peak
+        // is the end of the forward, where autocast still caches every 16-bit weight copy.
+        let b = est(
+            "precision = \"bf16-mixed\"\noptimizer = \"adafactor\"\ncheckpointing = \"full\"\ngrad_accum = 4\nseq = 1024\n",
+        );
+        let a = crate::types::arch::tests::llama31_8b();
+        let head = a.lm_head_params().max(a.embedding_params());
+        let copies = 2.0 * (a.params - a.embedding_params() - a.lm_head_params());
+        let acts = b.get("activations") as f64;
+        assert!(
+            acts > copies && acts < copies + 2.0 * GIB,
+            "{acts} {copies}"
+        );
+        assert_eq!(
+            b.get("logits") as f64,
+            1024.0 * 128_256.0 * FORWARD_END_LOGITS_BYTES_PER_VOCAB_TOKEN + 2.0 * head
+        );
+        assert!(b.get("gradients") > 0);
+        // Without autocast (pure bf16) nothing is cached.
+        let pure = est(
+            "precision = \"bf16\"\noptimizer = \"adafactor\"\ncheckpointing = \"full\"\ngrad_accum = 4\nseq = 1024\n",
+        );
+        assert!((pure.get("activations") as f64) < copies / 4.0);
     }
 
     #[test]

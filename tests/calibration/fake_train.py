@@ -11,9 +11,12 @@ already allocated) is the row's `peak.tensors_bytes`. Method after
 /work/shared/research/fake_tensor_memory.md.
 
 Not visible to this counter (documented, not modelled here): memory allocated inside kernels
-(cuBLAS workspace; flash-attention backward's fp32 `dq_accum`), bitsandbytes 4-bit weights and
-8-bit optimizer states (`Params4bit` cannot wrap a FakeTensor), the CUDA context. Workloads that
-need them (`qlora`, `adamw-8bit`) are refused with exit status 2, never simulated wrongly.
+(cuBLAS workspace; flash-attention backward's fp32 `dq_accum`), bitsandbytes 4-bit weights
+(`Params4bit` cannot wrap a FakeTensor), the CUDA context. Workloads that need them (`qlora`)
+are refused with exit status 2, never simulated wrongly. bitsandbytes' 8-bit AdamW runs for real
+(its state tensors and its update op's fake kernel) when bitsandbytes is importable; without it
+`adamw-8bit` rows are refused the same way. Its paged variant keeps the states in CUDA managed
+memory, which `memory_allocated()` does not count: not simulated.
 Attention runs PyTorch's CPU path for scaled_dot_product_attention (fake *cpu* tensors), not
 the kernel a GPU would pick (flash or memory-efficient attention, whose saved tensors differ),
 so the attention part of a row is approximate: the rest of the step is exact.
@@ -23,6 +26,7 @@ Usage:
   fake_train.py --self-check                            fake vs real CPU bytes on a tiny Llama
 """
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -147,11 +151,33 @@ def unsupported(w):
     r = w.run
     if r.method == "qlora" or r.weights in ("int8", "nf4"):
         return "bitsandbytes quantized weights (Params4bit cannot wrap a fake tensor)"
-    if r.optimizer == "adamw-8bit":
-        return "bitsandbytes 8-bit optimizer states"
+    if r.optimizer == "adamw-8bit" and importlib.util.find_spec("bitsandbytes") is None:
+        return "bitsandbytes is not installed (8-bit optimizer states)"
     if r.precision == "fp16-mixed":
         return "fp16 autocast on the CPU device (GradScaler needs CUDA)"
     return None
+
+
+# Fused projections (Phi-3's `qkv_proj` and `gate_up_proj`, modeling_phi3.py): the module a
+# separate projection's name lives in when the model has no module of that name.
+FUSED = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
+         "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}
+
+
+def lora_modules(model, targets):
+    """PEFT `target_modules` for the workload's `lora_targets` on this model: the separate
+    projections' names, or the fused module holding them. `qv` on a fused q/k/v is refused."""
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    out = []
+    for want in plan.LORA_MODULES[targets]:
+        got = want if want in names else FUSED.get(want)
+        if got not in names:
+            continue  # e.g. the MLP of a MoE model: its experts are 3-D parameters, not linears
+        if got != want and targets == "qv":
+            raise ValueError(f"lora_targets = 'qv' on a fused {got}: not expressible")
+        if got not in out:
+            out.append(got)
+    return out
 
 
 def _build(w, fake):
@@ -173,7 +199,7 @@ def _build(w, fake):
     if r.method == "lora":
         from peft import LoraConfig, get_peft_model
         lcfg = LoraConfig(r=r.lora_rank, lora_alpha=2 * r.lora_rank, lora_dropout=0.0,
-                          target_modules=plan.LORA_MODULES[r.lora_targets], task_type="CAUSAL_LM")
+                          target_modules=lora_modules(m, r.lora_targets), task_type="CAUSAL_LM")
         m = get_peft_model(m, lcfg, autocast_adapter_dtype=r.precision != "bf16")
     if r.checkpointing == "full":
         m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -187,6 +213,9 @@ def _optimizer(r, params):
     if r.optimizer == "adafactor":
         from transformers.optimization import Adafactor
         return Adafactor(params, lr=1e-4, scale_parameter=False, relative_step=False, warmup_init=False)
+    if r.optimizer == "adamw-8bit":
+        import bitsandbytes as bnb
+        return bnb.optim.AdamW8bit(params, lr=1e-5)
     # CUDA's default is foreach (torch/optim/optimizer.py _default_to_fused_or_foreach); the CPU's is the loop.
     return torch.optim.AdamW(params, lr=1e-5, foreach=True)
 
@@ -221,6 +250,12 @@ def step_peak(w, fake=True, top=0):
         # find_packed_sequence_indices reads data (`.all()`); the simulated batch is one unpacked
         # sequence per row, for which it returns None (its B x S temporaries die before the peak).
         mu.find_packed_sequence_indices = lambda position_ids: None
+        if r.optimizer == "adamw-8bit":
+            # bitsandbytes builds its quantization maps from data (`create_dynamic_map` reads
+            # values) when the optimizer is made: made once for real, outside the fake mode.
+            import bitsandbytes.functional as bf
+            maps = {s: bf.create_dynamic_map(signed=s) for s in (True, False)}
+            bf.create_dynamic_map = lambda signed=True, *a, **k: maps[signed].clone()
         mode.__enter__()
     try:
         m = _build(w, fake)
@@ -274,9 +309,9 @@ def row(w, peak, parts, phase):
     kind = {"full": "llm_training_full", "lora": "llm_training_lora"}[r.method]
     return {"id": "sim-" + w.stem, "source": "tests/calibration/fake_train.py (fake-tensor simulation)",
             "workload": kind, "model": w.model.name, "arch": None, "dtype": r.precision, "quant": None,
-            "batch": r.batch, "seq": r.seq, "mode": f"{r.method} {r.optimizer} checkpointing={r.checkpointing}",
+            "batch": r.batch, "seq": r.seq, "mode": f"{r.method} {r.optimizer} checkpointing={r.checkpointing} attention={r.attention}",
             "extras": {"workload_file": os.path.relpath(w.path, REPO), "compare_with": "peak.tensors_bytes",
-                       "dry_run": False, "simulated": True, "tensors_bytes": peak, "peak_phase": phase,
+                       "dry_run": False, "simulated": True, "model_type": w.model.model_type, "tensors_bytes": peak, "peak_phase": phase,
                        "peak_components": parts, "torch": torch.__version__},
             "measured_gib": round(peak / 2**30, 6),
             "metric": "peak allocated bytes of the second step, 512 B blocks, simulated on fake tensors",
@@ -314,7 +349,7 @@ def main(argv):
         return 0 if self_check() else 1
     rows, status = [], 0
     for f in workload.collect(a.files):
-        w = workload.load(f, REPO)
+        w = workload.load(f, REPO, workload.SIMULATED_FAMILIES)
         if w.run.task != "training":
             continue
         why = unsupported(w)
@@ -322,7 +357,12 @@ def main(argv):
             print(f"{f}: not simulated: {why}", file=sys.stderr)
             status = 2
             continue
-        rows.append(row(w, *step_peak(w, top=a.top)))
+        try:
+            rows.append(row(w, *step_peak(w, top=a.top)))
+        except Exception as e:  # noqa: BLE001 - one workload's failure is reported, the rest run
+            print(f"{f}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+            status = 1
+            continue
         print(json.dumps(rows[-1]), flush=True)
     if a.out:
         tmp = a.out + ".tmp"

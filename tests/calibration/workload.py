@@ -54,6 +54,9 @@ HARNESS_WEIGHTS = {"fp32", "fp16", "bf16", "int8", "nf4"}
 QUANTIZED = {"int8", "nf4"}
 HARNESS_OPTIMIZERS = {"adamw", "adamw-8bit", "sgd", "adafactor"}
 LLM_FAMILIES = {"llama", "qwen2", "mistral"}
+# What fake_train.py builds besides (the real transformers classes; plan.py's Llama-shaped
+# parameter count is not used there): sandwich norms, soft-capping, fused projections, MoE.
+SIMULATED_FAMILIES = LLM_FAMILIES | {"qwen3", "gemma2", "gemma3_text", "phi3", "mixtral", "qwen2_moe"}
 MAX_FILE_BYTES = 1 << 20
 
 
@@ -222,7 +225,7 @@ def _load_json(origin, path):
             _fail(origin, f"{path}: not valid JSON: {e}")
 
 
-def _llm_from_hf_config(origin, path, repo_root):
+def _llm_from_hf_config(origin, path, repo_root, families):
     """A config.json as on Hugging Face. Its model is named after the file; the catalog preset of
     that name, where there is one, gives the published parameter count the plan is checked against."""
     d = _load_json(origin, path)
@@ -230,8 +233,8 @@ def _llm_from_hf_config(origin, path, repo_root):
     for key in ("torch_dtype", "transformers_version"):  # file metadata, not architecture
         cfg.pop(key, None)
     model_type = cfg.pop("model_type", None)
-    if model_type not in LLM_FAMILIES:
-        _fail(origin, f"{path}: model_type {model_type!r} is not built here; use one of {sorted(LLM_FAMILIES)}")
+    if model_type not in families:
+        _fail(origin, f"{path}: model_type {model_type!r} is not built here; use one of {sorted(families)}")
     name = os.path.splitext(os.path.basename(path))[0]
     preset = _find_preset(repo_root, name)
     published = int(preset["params"]) if preset else None
@@ -301,7 +304,7 @@ def _diffusion_from_index(origin, path, published):
     return DiffusionModel(name=name, components=components, published_params=published)
 
 
-def resolve_model(origin, table, base_dir, repo_root, task):
+def resolve_model(origin, table, base_dir, repo_root, task, families=LLM_FAMILIES):
     sources = [k for k in ("preset", "hf_config", "file") if k in table]
     if len(sources) > 1:
         _fail(origin, "model: give only one of model.preset, model.hf_config, model.file")
@@ -319,7 +322,7 @@ def resolve_model(origin, table, base_dir, repo_root, task):
     if "file" in table:
         _fail(origin, "model.file: weights files are not read here; give model.hf_config or model.preset")
     if "hf_config" in table:
-        model = _llm_from_hf_config(origin, os.path.join(base_dir, table["hf_config"]), repo_root)
+        model = _llm_from_hf_config(origin, os.path.join(base_dir, table["hf_config"]), repo_root, families)
     elif "preset" in table:
         p = _preset(origin, repo_root, table["preset"])
         model = _llm_from_arch(p["id"], p, int(p["params"]))
@@ -337,11 +340,11 @@ def resolve_model(origin, table, base_dir, repo_root, task):
     return model
 
 
-def load(path, repo_root):
-    """Parses, checks and resolves one workload file."""
+def load(path, repo_root, families=LLM_FAMILIES):
+    """Parses, checks and resolves one workload file (an LLM of one of `families`)."""
     raw = parse_file(path)
     run = resolve_run(path, raw.get("run", {}))
-    model = resolve_model(path, raw.get("model", {}), os.path.dirname(path), repo_root, run.task)
+    model = resolve_model(path, raw.get("model", {}), os.path.dirname(path), repo_root, run.task, families)
     if isinstance(model, LlmModel):
         max_ctx = model.config.get("max_position_embeddings")
         if max_ctx and run.seq > max_ctx:
