@@ -87,3 +87,34 @@ fn speed_is_within_30_percent_of_every_published_row() {
     let all = kinds["ALL speed"];
     assert!(all.median <= 0.15, "median {:.3}", all.median);
 }
+
+/// The held-out check (tests/data/speed-held-out.jsonl: published figures no constant of
+/// `speed::llm` was fitted on, other hosts and cards than the in-sample rows): the median
+/// error stays within ±30%, and the rows cover layer splits, all layers in system RAM and the
+/// whole model on the GPU.
+#[test]
+fn speed_is_within_30_percent_median_on_held_out_rows() {
+    let held = vram_doctor::accuracy::speed_rows::run(include_str!("data/speed-held-out.jsonl"));
+    assert!(held.skipped.is_empty(), "{:?}", held.skipped);
+    assert!(held.rows.len() >= 12, "rows {}", held.rows.len());
+    let kinds = held.by_kind();
+    for k in ["decode, full GPU", "decode, layers split"] {
+        assert!(kinds.contains_key(k), "no rows of {k}: {:?}", kinds.keys());
+    }
+    assert!(
+        kinds["ALL speed"].median <= 0.30,
+        "median {:.3}",
+        kinds["ALL speed"].median
+    );
+    // No row is in both sets: held out means not fitted on.
+    let fitted = vram_doctor::accuracy::speed_rows::run(include_str!("data/speed-llama-cpp.jsonl"));
+    let key =
+        |r: &vram_doctor::accuracy::speed_rows::SpeedResult| r.measured_tokens_per_s.to_bits();
+    for r in &held.rows {
+        assert!(
+            fitted.rows.iter().all(|f| key(f) != key(r)),
+            "{} repeats an in-sample figure",
+            r.id
+        );
+    }
+}

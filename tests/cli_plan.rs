@@ -350,3 +350,86 @@ fn print_resolved_shows_the_checked_workload() {
     let bad = run(&["plan", "--gpu", "rtx-9999", "--print-resolved"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
+
+/// Issue 17's example on the command line (the host's RAM given, so any machine plans the same).
+const EXAMPLE_4060: &[&str] = &[
+    "plan",
+    "--gpu",
+    "rtx-4060",
+    "--model",
+    "qwen2.5-14b",
+    "--weights",
+    "q4_k_m",
+    "--seq",
+    "16384",
+    "--engine",
+    "llama-cpp",
+    "--host-ram-gib",
+    "32",
+];
+
+/// The recommendation of an `--objective quality` plan as JSON: (changes, decode tokens/s).
+fn recommended(extra: &[&str]) -> (Vec<serde_json::Value>, f64, serde_json::Value) {
+    let mut args = EXAMPLE_4060.to_vec();
+    args.push("--json");
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = v["plan"].clone();
+    let changes = p["changes"].as_array().cloned().unwrap_or_default();
+    let tps = p["speed"]["decode_tokens_per_s"].as_f64().unwrap();
+    (changes, tps, p)
+}
+
+/// Issue 17's example: Qwen2.5-14B Q4_K_M, 16k context, an 8 GB RTX 4060, llama.cpp, the
+/// default host (dual-channel DDR4-3200). The weights do not fit on the GPU at any context, so
+/// the planner must keep Q4_K_M by splitting (with a quantized KV cache or a shorter context if
+/// that is what reaches the 5 tokens/s threshold) rather than fall to q2_k; every option shows
+/// its memory and speed; a threshold no split reaches brings the GPU-only q2_k plan back.
+#[test]
+fn an_8gb_card_keeps_q4_k_m_with_a_split_above_the_threshold() {
+    let (changes, tps, p) = recommended(&[]);
+    let kind = |c: &serde_json::Value| c["kind"].as_str().unwrap_or("").to_string();
+    assert!(
+        changes.iter().all(|c| kind(c) != "weights"),
+        "weights changed: {changes:?}"
+    );
+    assert!(changes.iter().any(|c| kind(c) == "split"), "{changes:?}");
+    assert!(tps >= 5.0, "{tps} tok/s is below the default threshold");
+    let pl = &p["placement"];
+    assert!(pl["gpu_layers"].as_u64().unwrap() < pl["total_layers"].as_u64().unwrap());
+    assert!(pl["host_bytes"].as_u64().unwrap() > 1 << 30);
+    // Every option carries memory and speed; the plain --fit split is listed for reference.
+    let opts = p["options"].as_array().unwrap();
+    assert!(opts.len() >= 3, "{opts:?}");
+    for o in opts {
+        assert!(o["process_bytes"].as_u64().unwrap() > 0);
+        assert!(o["speed"]["decode_tokens_per_s"].as_f64().unwrap() > 0.0);
+    }
+    assert!(
+        opts.iter()
+            .any(|o| o["label"].as_str().unwrap() == "keep q4_k_m, split GPU/CPU (--fit)")
+    );
+    assert_eq!(opts.iter().filter(|o| o["chosen"] == true).count(), 1);
+    // A 20 tokens/s threshold is out of reach of any split of a 14B model over DDR4: the fast
+    // GPU-only plan wins, and it changes the weights.
+    let (changes, tps, _) = recommended(&["--min-tokens-per-s", "20"]);
+    assert!(tps >= 20.0, "{tps}");
+    assert!(changes.iter().any(|c| kind(c) == "weights"), "{changes:?}");
+    // The human table says the same: tokens/s per option and the chosen one marked.
+    let o = run(EXAMPLE_4060);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Options (memory and speed side by side):"),
+        "{text}"
+    );
+    let chosen = text
+        .lines()
+        .find(|l| l.starts_with("  * keep q4_k_m"))
+        .expect("a kept-weights option is chosen");
+    assert!(
+        chosen.contains("decode ") && chosen.contains("tok/s"),
+        "{chosen}"
+    );
+}

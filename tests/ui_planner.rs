@@ -199,6 +199,9 @@ fn an_export_is_previewed_and_saved() {
         .unwrap();
     assert!(preview.contains("llama-server"), "{preview}");
 
+    // Below the memory–speed chart: scrolled into view first, as a user would.
+    h.get_by_label("Save export…").scroll_to_me();
+    h.run();
     h.get_by_label("Save export…").click();
     h.run();
     h.get_by_label_contains("Saved");
@@ -532,4 +535,30 @@ fn a_comfyui_workflow_opens_as_its_peak_pass() {
     h.get_by_label_contains("Pass at node 11: sdxl 1536×1536, batch 2");
     h.get_by_label_contains("Not modelled: 31 SomeCustomUpscaler");
     h.get_by_label_contains("4 CheckpointLoaderSimple: sd_xl_base_1.0_0.9vae.safetensors → sdxl");
+}
+
+/// Issue 17: the memory–speed chart follows the knob being dragged — GPU layers of a
+/// llama.cpp run, then the context once the sequence slider moves — and the plan's why still
+/// shows the speed of the chosen split.
+#[test]
+fn the_memory_speed_chart_follows_the_dragged_knob() {
+    let mut v = view(PathBuf::from("unused.toml"));
+    v.workload.gpu.preset = Some("rtx-4060".into());
+    v.workload.model.preset = Some("qwen2.5-14b".into());
+    v.workload.run.engine = Some(vram_doctor::memory::Engine::LlamaCpp);
+    v.workload.run.weights = Some("q4_k_m".into());
+    v.workload.run.seq = Some(16384);
+    let mut h = harness(v);
+    h.run();
+    h.get_by_label("Memory and speed by GPU layers");
+    set_slider(&mut h, "Sequence length", 8192.0);
+    assert_eq!(h.state().workload.run.seq, Some(8192));
+    h.get_by_label("Memory and speed by context length");
+    assert!(h.query_by_label("Memory and speed by GPU layers").is_none());
+    set_slider(&mut h, "GPU layers (-ngl)", 20.0);
+    assert_eq!(h.state().workload.run.gpu_layers, Some(20));
+    h.get_by_label("Memory and speed by GPU layers");
+    // A transformers run has no -ngl: its chart is by context whatever was dragged.
+    choose(&mut h, "Engine", "transformers");
+    h.get_by_label("Memory and speed by context length");
 }

@@ -1,5 +1,7 @@
-//! The speed reference: published llama.cpp tokens-per-second measurements
-//! (`tests/data/speed-llama-cpp.jsonl`) against `speed::llm`.
+//! The speed reference: published llama.cpp tokens-per-second measurements against
+//! `speed::llm`, in two files of the same schema: `tests/data/speed-llama-cpp.jsonl`, the rows
+//! the speed constants were fitted on (in-sample), and `tests/data/speed-held-out.jsonl`, rows
+//! no constant was fitted on (other hosts and cards), which `vram-doctor accuracy` reports apart.
 //!
 //! One JSON object a line:
 //!

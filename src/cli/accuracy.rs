@@ -13,6 +13,9 @@ pub struct AccuracyArgs {
     /// Published llama.cpp tokens/s measurements the speed estimates are checked against.
     #[arg(long, default_value = SPEED_REFERENCE)]
     pub speed_reference: PathBuf,
+    /// Published measurements kept out of every fitted constant: the speed model's held-out check.
+    #[arg(long, default_value = SPEED_HELD_OUT)]
+    pub speed_held_out: PathBuf,
     /// Print every row, not only the per-kind summary.
     #[arg(long, short)]
     pub verbose: bool,
@@ -22,10 +25,12 @@ pub struct AccuracyArgs {
 }
 
 const SPEED_REFERENCE: &str = "tests/data/speed-llama-cpp.jsonl";
+const SPEED_HELD_OUT: &str = "tests/data/speed-held-out.jsonl";
 
 pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
     let report = crate::accuracy::run_file(&a.reference)?;
     let speed = crate::accuracy::speed_rows::run_file(&a.speed_reference)?;
+    let held_out = crate::accuracy::speed_rows::run_file(&a.speed_held_out)?;
     if a.json {
         let out = serde_json::json!({
             "rows": report.rows,
@@ -36,6 +41,11 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
                 "by_kind": speed.by_kind(),
                 "skipped": speed.skipped,
             },
+            "speed_held_out": {
+                "rows": held_out.rows,
+                "by_kind": held_out.by_kind(),
+                "skipped": held_out.skipped,
+            },
         });
         outln!(
             "{}",
@@ -44,8 +54,16 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
     } else {
         outln!("accuracy against {}\n", a.reference.display())?;
         out!("{}", report.render(a.verbose))?;
-        outln!("\nspeed against {}\n", a.speed_reference.display())?;
+        outln!(
+            "\nspeed against {} (in-sample: the speed constants were fitted on these rows)\n",
+            a.speed_reference.display()
+        )?;
         out!("{}", speed.render(a.verbose))?;
+        outln!(
+            "\nspeed against {} (held out: no constant was fitted on these rows)\n",
+            a.speed_held_out.display()
+        )?;
+        out!("{}", held_out.render(a.verbose))?;
     }
     Ok(())
 }

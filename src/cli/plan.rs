@@ -360,10 +360,19 @@ fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), CliE
             }
         }
     }
-    let texts = kinds
-        .iter()
-        .map(|k| render(*k, w, result).map(|t| (*k, t)))
-        .collect::<Result<Vec<_>, String>>()?;
+    let applies = kinds_for(w, result);
+    let mut texts = Vec::new();
+    for k in &kinds {
+        // An engine's export of a plan made for another engine plans for that engine.
+        let text = match crate::export::retarget(*k, w) {
+            Some((x, note)) if !applies.contains(k) => {
+                eprintln!("note: {note}");
+                render(*k, &x, &plan_any(&x))?
+            }
+            _ => render(*k, w, result)?,
+        };
+        texts.push((*k, text));
+    }
     match &a.out {
         // One export to a path that is not a folder (and does not end in a separator, which
         // names a folder, created when missing): that file.

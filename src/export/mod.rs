@@ -26,6 +26,7 @@ use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
 use crate::plan::diffusion::DiffusionPlan;
 use crate::plan::{PlanResult, Strategy};
+use crate::types::dtype::WeightFormat;
 use crate::types::options::{Engine, Task, choice};
 use crate::types::workload::{Run, Workload};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -216,6 +217,77 @@ pub fn render_for(
         // kinds_for_os only lists a kind for the task its renderer takes.
         _ => return Err(format!("export '{kind}' does not apply to {}", describe(w))),
     })
+}
+
+/// The engine an engine-specific export configures.
+fn engine_of(kind: ExportKind) -> Option<Engine> {
+    match kind {
+        ExportKind::LlamaCpp | ExportKind::Ollama | ExportKind::LmStudio => Some(Engine::LlamaCpp),
+        ExportKind::Vllm => Some(Engine::Vllm),
+        ExportKind::Transformers => Some(Engine::Transformers),
+        _ => None,
+    }
+}
+
+/// The nearest weight format `engine` loads, for a run planned with `w` on another engine:
+/// llama.cpp reads GGUF (16-bit and MXFP4 as they are, 8-bit as q8_0, fewer bits as q4_k_m,
+/// the usual `llama-quantize` choice); vLLM and transformers do not run GGUF K-quants
+/// (vLLM's GGUF loader is experimental), so a GGUF file maps to the checkpoint they load at the
+/// same bits: 16-bit bf16, 6-8 bits fp8 on cards with fp8 (else GPTQ 8-bit for vLLM,
+/// bitsandbytes int8 for transformers), fewer AWQ 4-bit for vLLM or NF4 for transformers.
+fn weights_for(engine: Engine, w: WeightFormat, fp8: bool) -> WeightFormat {
+    let bits = match w {
+        WeightFormat::Fp32 | WeightFormat::Fp16 | WeightFormat::Bf16 => 16.0,
+        WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Gptq8 => 8.0,
+        WeightFormat::Gguf(t) => 8.0 * t.mix().base.bytes_per_weight(),
+        _ => 4.0,
+    };
+    let pick = |f: &str| f.parse::<WeightFormat>().unwrap_or(w);
+    match engine {
+        Engine::LlamaCpp if w.is_gguf() || w == WeightFormat::Mxfp4 || bits >= 15.0 => w,
+        Engine::LlamaCpp if bits >= 7.5 => pick("q8_0"),
+        Engine::LlamaCpp => pick("q4_k_m"),
+        _ if !w.is_gguf() => w,
+        _ if bits >= 15.0 => WeightFormat::Bf16,
+        Engine::Vllm if bits >= 6.0 => pick(if fp8 { "fp8" } else { "gptq-8bit" }),
+        Engine::Vllm => pick("awq-4bit"),
+        _ if bits >= 6.0 => pick(if fp8 { "fp8" } else { "int8" }),
+        _ => pick("nf4"),
+    }
+}
+
+/// An LLM inference workload moved to the engine `kind` configures, for an export asked of a
+/// plan made for another engine: that engine's nearest weight format ([`weights_for`]), a KV
+/// cache type it takes (else fp16), llama.cpp's `-ngl`/`--n-cpu-moe` dropped on other engines;
+/// with one line saying what changed. `None` when `kind` already applies to the workload or
+/// configures no LLM engine; the caller plans the result again.
+pub fn retarget(kind: ExportKind, w: &AnyWorkload) -> Option<(AnyWorkload, String)> {
+    let AnyWorkload::Llm(l) = w else { return None };
+    let engine = engine_of(kind)?;
+    if l.run.task == Task::Training || l.run.engine == engine {
+        return None;
+    }
+    let mut x = l.clone();
+    let r = &mut x.run;
+    r.engine = engine;
+    r.weights = weights_for(engine, l.run.weights, l.gpu.fp8);
+    if !crate::types::dtype::kv_types_of(engine).is_some_and(|t| t.contains(&r.kv_cache)) {
+        r.kv_cache = crate::types::dtype::KvDtype::Fp16;
+    }
+    if engine != Engine::LlamaCpp {
+        r.gpu_layers = None;
+        r.cpu_moe_layers = 0;
+    }
+    let weights = if r.weights == l.run.weights {
+        String::new()
+    } else {
+        format!(", weights {} → {}", l.run.weights, r.weights)
+    };
+    let note = format!(
+        "the plan was made for {}; '--export {kind}' planned it again for {engine}{weights}",
+        l.run.engine
+    );
+    Some((AnyWorkload::Llm(x), note))
 }
 
 /// A workload in a few words, for messages.

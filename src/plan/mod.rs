@@ -1,6 +1,7 @@
 //! Planning: strategies that change a workload, their cost, and the search for the cheapest
 //! plan that fits; the JSON result of `vram-doctor plan`.
 
+pub mod curve;
 pub mod diffusion;
 pub mod fit;
 pub mod game;

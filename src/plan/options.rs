@@ -1,13 +1,17 @@
 //! The options a plan lists side by side, each with its memory and speed, and the choice among
-//! them: for llama.cpp, keeping the quality by splitting the model between GPU and system RAM
-//! (what `--fit` would choose), the same with a q8_0 KV cache, or the GPU-only plan of the
-//! strategy search (quantize, shorten the context).
+//! them. For a llama.cpp run that does not fit, the planner keeps the weights and tries every
+//! combination of a quantized KV cache (q8_0, q4_0) and a shorter context (halvings down to
+//! `--fit`'s 4096-token floor), each with the whole model on the GPU when it then fits or else
+//! with the split llama.cpp's `--fit` would choose; when none of those reaches the speed
+//! threshold, each lighter weight format split the same way; and the strategy search's GPU-only
+//! plan. The list keeps the trade-off: an option another beats on both quality and speed is
+//! dropped.
 //!
-//! The default objective is the best quality that fits: a split that keeps the weights is
-//! preferred to a quality loss while its decode speed stays at or above `run.min_tokens_per_s`
-//! (5 tokens/s by default, a comfortable reading speed for chat); among options without a real
-//! quality loss (unchanged, or a q8_0 KV cache) the fastest is taken. `objective_speed =
-//! "speed"` takes the fastest option that fits.
+//! The default objective is the best quality that fits: options at or above
+//! `run.min_tokens_per_s` (5 tokens/s by default, a comfortable reading speed for chat) first,
+//! then the least quality given up (`search::points`: a q8_0 KV cache counts as none, q4_0 KV 5
+//! points, 5 per halving of the context, a weight format its risk), then the fastest.
+//! `objective_speed = "speed"` takes the fastest option that fits.
 
 use super::fit;
 use super::strategy::{Risk, Strategy};
@@ -99,52 +103,181 @@ fn option(w: &Workload, label: String, changes: Vec<Strategy>, fits: bool) -> Pl
     }
 }
 
-/// `--fit`'s split of the run after `pre`, as an option; `None` when not even the output
-/// layer fits.
-fn split_option(w: &Workload, pre: Vec<Strategy>, label: &str) -> Option<PlanOption> {
+/// What llama.cpp does with the run after `pre`: every layer on the GPU when `--fit` would
+/// change nothing (step 1 of `common/fit.cpp` `common_params_fit_impl`), else `--fit`'s split;
+/// `None` when not even the output layer fits, or when `pre` is empty and nothing changes (the
+/// run as given is then the plan).
+fn fitted_option(w: &Workload, pre: Vec<Strategy>) -> Option<PlanOption> {
     let x = planned(w, &pre);
     let f = fit::fit(&x);
-    // Not even the output layer fits, or no split is needed after `pre` (then the GPU-only
-    // option says the same).
-    if !f.meets_target || f.unchanged {
+    if !f.meets_target || (f.unchanged && pre.is_empty()) {
         return None;
     }
     let mut changes = pre;
-    changes.push(Strategy::Split {
-        gpu_layers: f.gpu_layers,
-        total_layers: w.model.layers + 1,
-        cpu_moe_layers: f.cpu_moe_layers,
+    if !f.unchanged {
+        changes.push(Strategy::Split {
+            gpu_layers: f.gpu_layers,
+            total_layers: w.model.layers + 1,
+            cpu_moe_layers: f.cpu_moe_layers,
+        });
+    }
+    Some(option(w, label(w, &changes), changes, true))
+}
+
+/// `keep q4_k_m, q8_0 KV cache, context 8192, split GPU/CPU (--fit)`.
+fn label(w: &Workload, changes: &[Strategy]) -> String {
+    let mut weights = format!("keep {}", w.run.weights);
+    let mut parts = Vec::new();
+    let mut split = false;
+    for s in changes {
+        match s {
+            Strategy::Weights { format } => weights = format!("{format} weights"),
+            Strategy::KvCache { dtype } => {
+                parts.push(format!("{} KV cache", format!("{dtype:?}").to_lowercase()))
+            }
+            Strategy::Context { seq } => parts.push(format!("context {seq}")),
+            Strategy::Split { .. } => split = true,
+            // Goes with a quantized KV cache: llama.cpp needs -fa for a quantized V cache.
+            Strategy::FlashAttention => {}
+            other => parts.push(other.describe()),
+        }
+    }
+    parts.insert(0, weights);
+    parts.push(if split {
+        "split GPU/CPU (--fit)".into()
+    } else {
+        "all on the GPU".into()
     });
-    Some(option(w, label.to_string(), changes, true))
+    parts.join(", ")
+}
+
+/// The GPU-side changes tried before `--fit` splits what is left, from the mildest: the KV
+/// cache llama.cpp can quantize (`-ctk`/`-ctv` q8_0 and q4_0, with `-fa`), and the context
+/// halved down to `--fit`'s own floor (`fit::FIT_MIN_CTX`, `common/common.h`
+/// `fit_params_min_ctx`), each alone and combined. None of them touches the weights.
+fn keep_weights_changes(w: &Workload) -> Vec<Vec<Strategy>> {
+    let r = &w.run;
+    let mut kv: Vec<Vec<Strategy>> = vec![Vec::new()];
+    for dtype in [KvDtype::Q8_0, KvDtype::Q4_0] {
+        if dtype.bytes() < r.kv_cache.bytes() {
+            kv.push(vec![Strategy::KvCache { dtype }, Strategy::FlashAttention]);
+        }
+    }
+    let mut ctx: Vec<Option<Strategy>> = vec![None];
+    let mut seq = r.seq / 2;
+    while seq >= fit::FIT_MIN_CTX {
+        ctx.push(Some(Strategy::Context { seq }));
+        seq /= 2;
+    }
+    let mut out = Vec::new();
+    for c in &ctx {
+        for k in &kv {
+            let mut pre = k.clone();
+            pre.extend(c.clone());
+            out.push(pre);
+        }
+    }
+    out
+}
+
+/// The quality an option gives up, in the strategy search's points (`search::points`: risk
+/// points, 5 per halving of the context); a q8_0 KV cache alone counts as none (its risk is
+/// Low, no measurable loss in llama.cpp's perplexity tables, PR 7412).
+fn quality_cost(w: &Workload, o: &PlanOption) -> f64 {
+    let c: f64 = o.changes.iter().map(|s| super::search::points(s, w)).sum();
+    if c <= super::search::risk_points(Risk::Low) {
+        0.0
+    } else {
+        c
+    }
 }
 
 fn decode(o: &PlanOption) -> f64 {
     o.speed.decode_tokens_per_s.unwrap_or(0.0)
 }
 
+/// The order of the quality objective: options at or above the speed threshold first, then the
+/// least quality given up, then the fastest, then the least in system RAM (cards known only by
+/// their capacity have no speed).
+fn quality_order(w: &Workload, a: &PlanOption, b: &PlanOption) -> std::cmp::Ordering {
+    let threshold = w.run.min_tokens_per_s;
+    let host = |o: &PlanOption| o.placement.as_ref().map_or(0, |p| p.host_bytes);
+    (decode(a) < threshold)
+        .cmp(&(decode(b) < threshold))
+        .then(quality_cost(w, a).total_cmp(&quality_cost(w, b)))
+        .then(decode(b).total_cmp(&decode(a)))
+        .then(host(a).cmp(&host(b)))
+}
+
 /// The index of the recommended option among those that fit.
 fn choose(w: &Workload, opts: &[PlanOption]) -> Option<usize> {
-    let threshold = w.run.min_tokens_per_s;
     let fitting = opts.iter().enumerate().filter(|(_, o)| o.fits);
     match w.run.objective_speed {
         ObjectiveSpeed::Speed => fitting
             .max_by(|a, b| decode(a.1).total_cmp(&decode(b.1)))
             .map(|(i, _)| i),
-        // Options at or above the threshold first, then those without a real quality loss
-        // (none or low: a q8_0 KV cache), then the least risk, then speed.
         ObjectiveSpeed::Quality => fitting
-            .min_by(|a, b| {
-                let key = |o: &PlanOption| (decode(o) < threshold, o.risk.max(Risk::Low));
-                // Without speed figures (a card known only by its capacity), the option that
-                // leaves the least in system RAM.
-                let host = |o: &PlanOption| o.placement.as_ref().map_or(0, |p| p.host_bytes);
-                key(a.1)
-                    .cmp(&key(b.1))
-                    .then(decode(b.1).total_cmp(&decode(a.1)))
-                    .then(host(a.1).cmp(&host(b.1)))
-            })
+            .min_by(|a, b| quality_order(w, a.1, b.1))
             .map(|(i, _)| i),
     }
+}
+
+/// Drops the options another fitting option beats on quality, speed and system RAM at once
+/// (all equal: the first is kept), so the list is the trade-off itself. `keep` (what `--fit`
+/// does with the run as it is) stays as the reference.
+fn frontier(w: &Workload, opts: Vec<PlanOption>, keep: Option<usize>) -> Vec<PlanOption> {
+    let host = |o: &PlanOption| o.placement.as_ref().map_or(0, |p| p.host_bytes);
+    let key = |o: &PlanOption| (quality_cost(w, o), -decode(o), host(o) as f64);
+    let dominated = |i: usize| {
+        let a = key(&opts[i]);
+        opts.iter().enumerate().any(|(j, p)| {
+            let b = key(p);
+            let no_worse = b.0 <= a.0 && b.1 <= a.1 && b.2 <= a.2;
+            j != i && p.fits && no_worse && (b != a || j < i)
+        })
+    };
+    let drop: Vec<bool> = (0..opts.len())
+        .map(|i| Some(i) != keep && dominated(i))
+        .collect();
+    opts.into_iter()
+        .zip(drop)
+        .filter_map(|(o, d)| (!d).then_some(o))
+        .collect()
+}
+
+/// Every option the planner compares for a llama.cpp run that does not fit: the weights kept
+/// with each KV cache and context of [`keep_weights_changes`] on the GPU or split by `--fit`;
+/// when none of those reaches the speed threshold, each lighter weight format split the same
+/// way; and the strategy search's GPU-only plan. Returns the options and the index of the
+/// plain `--fit` split of the run, if any.
+fn candidates(w: &Workload, p: &Plan, current: PlanOption) -> (Vec<PlanOption>, Option<usize>) {
+    let mut opts: Vec<PlanOption> = keep_weights_changes(w)
+        .into_iter()
+        .filter_map(|pre| fitted_option(w, pre))
+        .collect();
+    let plain = opts
+        .iter()
+        .position(|o| o.changes.len() == 1 && matches!(o.changes[0], Strategy::Split { .. }));
+    let fast_enough = opts
+        .iter()
+        .any(|o| o.fits && decode(o) >= w.run.min_tokens_per_s);
+    if !fast_enough || w.run.objective_speed == ObjectiveSpeed::Speed {
+        let formats = super::strategy::candidate_groups(&w.run, w.gpu.count, w.gpu.fp8)
+            .into_iter()
+            .find(|g| matches!(g.first(), Some(Strategy::Weights { .. })))
+            .unwrap_or_default();
+        opts.extend(
+            formats
+                .into_iter()
+                .filter_map(|s| fitted_option(w, vec![s])),
+        );
+    }
+    if p.fits && !p.changes.is_empty() {
+        let mut o = current;
+        o.label = format!("{} (strategy search)", label(w, &o.changes));
+        opts.push(o);
+    }
+    (opts, plain)
 }
 
 /// Adds speed, placement and the side-by-side options to a plan made by the strategy search,
@@ -165,44 +298,17 @@ pub fn add(w: &Workload, b: &Breakdown, p: &mut Plan) {
         );
         return;
     }
-    let weights = w.run.weights.to_string();
-    let mut opts = Vec::new();
-    opts.extend(split_option(
-        w,
-        Vec::new(),
-        &format!("keep {weights}, split GPU/CPU (what --fit picks)"),
-    ));
-    if w.run.kv_cache.bytes() > KvDtype::Q8_0.bytes() {
-        opts.extend(split_option(
-            w,
-            vec![
-                Strategy::KvCache {
-                    dtype: KvDtype::Q8_0,
-                },
-                Strategy::FlashAttention,
-            ],
-            &format!("keep {weights}, q8_0 KV cache, split GPU/CPU"),
-        ));
-    }
-    if p.fits && !p.changes.is_empty() {
-        let mut o = current;
-        o.label = "GPU only (strategy search)".into();
-        opts.push(o);
-    }
+    let (opts, plain) = candidates(w, p, current);
+    let mut opts = frontier(w, opts, plain);
     let Some(i) = choose(w, &opts) else {
         p.options = opts;
         return;
     };
     opts[i].chosen = true;
     let c = opts[i].clone();
-    let full_speed = speed::llm::speed(&planned(w, &[])).decode_tokens_per_s;
-    let split_chosen = c
-        .changes
-        .iter()
-        .any(|s| matches!(s, Strategy::Split { .. }));
-    if split_chosen {
-        let pl = c.placement.clone().unwrap_or_default();
+    if c.changes != p.changes {
         let tps = decode(&c);
+        let full_speed = speed::llm::speed(&planned(w, &[])).decode_tokens_per_s;
         p.fits = true;
         p.strategies = c.strategies.clone();
         p.changes = c.changes.clone();
@@ -211,35 +317,46 @@ pub fn add(w: &Workload, b: &Breakdown, p: &mut Plan) {
         p.speed_factor = full_speed.map_or(1.0, |f| (tps / f.max(1e-9)).min(1.0));
         p.placement = c.placement.clone();
         p.speed = Some(c.speed.clone());
-        let above = if tps >= w.run.min_tokens_per_s {
-            format!(
-                "at or above the {} tokens/s threshold",
-                w.run.min_tokens_per_s
-            )
-        } else {
-            format!(
-                "below the {} tokens/s threshold, but nothing faster fits",
-                w.run.min_tokens_per_s
-            )
-        };
+        let threshold = w.run.min_tokens_per_s;
         let above = if c.speed.decode_tokens_per_s.is_none() {
             format!("speed unknown ({})", c.speed.basis)
         } else {
             format!(
-                "about {tps:.1} tokens/s decode{}, {above}",
+                "about {tps:.1} tokens/s decode{}, {}",
                 c.speed
                     .prefill_tokens_per_s
-                    .map_or(String::new(), |t| format!(", {t:.0} tokens/s prefill"))
+                    .map_or(String::new(), |t| format!(", {t:.0} tokens/s prefill")),
+                if tps >= threshold {
+                    format!("at or above the {threshold} tokens/s threshold")
+                } else {
+                    format!(
+                        "below the {threshold} tokens/s threshold, which no option that fits reaches"
+                    )
+                }
             )
         };
+        let pl = c.placement.clone().unwrap_or_default();
+        let place = if pl.gpu_layers < pl.total_layers || pl.cpu_moe_layers > 0 {
+            format!(
+                "llama.cpp's --fit would put {} of {} layers on the GPU{} ({} there) and {} in system RAM",
+                pl.gpu_layers,
+                pl.total_layers,
+                if pl.cpu_moe_layers > 0 {
+                    format!(" with the experts of {} in system RAM", pl.cpu_moe_layers)
+                } else {
+                    String::new()
+                },
+                human(c.process_bytes),
+                human(pl.host_bytes),
+            )
+        } else {
+            format!("all of it fits on the GPU ({})", human(c.process_bytes))
+        };
         p.why = format!(
-            "needs {} of {} on the GPU alone; keeping {weights}, llama.cpp's --fit would put {} of {} layers on the GPU ({} there) and {} in system RAM: {above}",
+            "needs {} of {} on the GPU alone; option \"{}\": {place}: {above}",
             human(b.required_bytes()),
             human(b.capacity_bytes),
-            pl.gpu_layers,
-            pl.total_layers,
-            human(c.process_bytes),
-            human(pl.host_bytes),
+            c.label,
         );
     }
     if let Some(ctx) = fit::auto_context(w)

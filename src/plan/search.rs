@@ -16,7 +16,7 @@ pub struct Candidate {
     pub cost: f64,
 }
 
-fn risk_points(r: Risk) -> f64 {
+pub(super) fn risk_points(r: Risk) -> f64 {
     match r {
         Risk::None => 0.0,
         Risk::Low => 2.0,
@@ -27,7 +27,7 @@ fn risk_points(r: Risk) -> f64 {
 
 /// Cost points of one strategy on its own: quality risk, or for a shorter context or smaller
 /// batch 5 points per halving (the user loses capability).
-fn points(s: &Strategy, original: &Workload) -> f64 {
+pub(super) fn points(s: &Strategy, original: &Workload) -> f64 {
     match s {
         Strategy::Context { seq } => 5.0 * (f64::from(original.run.seq) / f64::from(*seq)).log2(),
         Strategy::Batch { batch } => {

@@ -34,7 +34,10 @@ pub const MOE_LAYER_OVERHEAD_S: f64 = 85e-6;
 /// Share of the host RAM's theoretical bandwidth the CPU side of a llama.cpp split reads at
 /// (ggml-cpu's quantized dot products; compute as much as memory on a 10-core host): fitted on
 /// the split and experts-on-CPU rows of `tests/data/speed-llama-cpp.jsonl` (sp15-sp18, one
-/// host: i9-10900X, quad-channel DDR4, 44-45% in each row).
+/// host: i9-10900X, quad-channel DDR4, 44-45% in each row). Held out
+/// (`tests/data/speed-held-out.jsonl`, never fitted on): a dual-channel DDR4-2400 i7-8700 reads
+/// a larger share, so its split and CPU-only rows come out 12-30% low (median -25%); a
+/// dual-channel desktop is likely faster than this estimate.
 pub const HOST_DECODE_EFFICIENCY: f64 = 0.45;
 
 /// Prefill throughput relative to the card's dense fp16 TFLOPS (fp32 accumulate). Near 1 on

@@ -6,6 +6,7 @@
 //! One module per kind holds its inputs and its plan view (`llm`, `diffusion`, `game`); `file`
 //! opens and saves, `summary` draws the verdict and the bar, `export` the exports and report.
 
+mod chart;
 mod diffusion;
 mod export;
 mod file;
@@ -75,6 +76,11 @@ pub struct PlannerView {
     /// The last opened ComfyUI workflow's models and passes, one line each.
     #[serde(skip)]
     workflow_lines: Vec<String>,
+    /// The knob the memory–speed chart follows: the last of GPU layers and context dragged.
+    #[serde(skip)]
+    chart_knob: crate::plan::curve::Knob,
+    #[serde(skip)]
+    chart: chart::Cache,
 }
 
 /// The resolved knobs the inputs show.
@@ -161,6 +167,8 @@ impl Default for PlannerView {
             dialogs: Dialogs::default(),
             history: undo::History::default(),
             workflow_lines: Vec::new(),
+            chart_knob: Default::default(),
+            chart: chart::Cache::default(),
         }
     }
 }
@@ -250,7 +258,12 @@ impl PlannerView {
                     // The verdict, the plan and the bar first; the export text below them.
                     summary::verdict_ui(ui, e);
                     let apply = match &e.detail {
-                        Detail::Llm => llm::plan_ui(ui, &e.source.1.plan),
+                        Detail::Llm => {
+                            let apply = llm::plan_ui(ui, &e.source.1.plan);
+                            ui.add_space(8.0);
+                            chart::chart_ui(ui, &e.source, self.chart_knob, &mut self.chart);
+                            apply
+                        }
                         Detail::Diffusion(p) => diffusion::plan_ui(ui, p),
                         Detail::Game(a) => game::advice_ui(ui, a),
                     };
@@ -277,11 +290,18 @@ impl PlannerView {
         self.kind_ui(ui);
         self.gpu_ui(ui);
         let cap_gib = crate::units::gib(self.shown.capacity_bytes.max(1 << 30));
+        let before = (self.workload.run.gpu_layers, self.workload.run.seq);
         let (w, s, filter) = (&mut self.workload, &self.shown, &mut self.model_filter);
         match Family::of(w.run.task) {
             Family::Llm => llm::inputs_ui(ui, w, &s.llm, s.llm_model.as_ref(), filter, cap_gib),
             Family::Diffusion => diffusion::inputs_ui(ui, w, s.diffusion.as_ref(), filter, cap_gib),
             Family::Game => game::inputs_ui(ui, w, &s.game, filter, cap_gib),
+        }
+        use crate::plan::curve::Knob;
+        if w.run.gpu_layers != before.0 {
+            self.chart_knob = Knob::GpuLayers;
+        } else if w.run.seq != before.1 {
+            self.chart_knob = Knob::Context;
         }
     }
 
