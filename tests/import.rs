@@ -503,6 +503,43 @@ fn granite_4_hybrid_mamba_moe_counts_and_state() {
     assert!(e.contains("one block type per layer"), "{e}");
 }
 
+/// NemotronH lists one part per block: the published configs as `hybrid_override_pattern`
+/// letters, transformers 5 as `layers_block_type`. The oracle's row (the default config, blocks
+/// Mamba, experts, attention, MLP) written the older way counts the same: 1,968,355,712
+/// parameters, one attention block's KV, one Mamba block's state.
+#[test]
+fn nemotron_h_block_pattern_in_either_spelling() {
+    let rows = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/oracle/transformers-defaults.jsonl"),
+    )
+    .unwrap();
+    let row = rows
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["model_type"] == "nemotron_h")
+        .unwrap();
+    let mut cfg = row["config"].clone();
+    let obj = cfg.as_object_mut().unwrap();
+    obj.remove("layers_block_type");
+    obj.insert("hybrid_override_pattern".into(), "ME*-".into());
+    let m = imp::from_bytes::hf_config(cfg.to_string().as_bytes()).unwrap();
+    assert_eq!(m.arch.params, row["params"].as_f64().unwrap());
+    assert_eq!(m.arch.layers, 4);
+    assert_eq!(
+        m.arch.cache.as_ref().unwrap().state_elements,
+        row["cache_layers"][0]["state"].as_f64().unwrap()
+    );
+    for (pattern, named) in [("MX*-", "'X'"), ("ME*-", "n_routed_experts")] {
+        let mut c = cfg.clone();
+        c["hybrid_override_pattern"] = pattern.into();
+        if named == "n_routed_experts" {
+            c.as_object_mut().unwrap().remove("n_routed_experts");
+        }
+        let e = imp::from_bytes::hf_config(c.to_string().as_bytes()).unwrap_err();
+        assert!(e.contains(named), "{pattern}: {e}");
+    }
+}
+
 /// Python's json module writes and reads Infinity and NaN; transformers configs can hold them.
 #[test]
 fn python_infinity_and_nan_are_read() {

@@ -5,7 +5,9 @@
 //! `n_layer` …); per-`model_type` conventions (biases, norms, MLP shape, defaults the published
 //! files rely on) are data in `presets/hf_architectures.toml`.
 
-use super::hf_count::{self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm, Ssm};
+use super::hf_count::{
+    self, Layout, LinearAttention, MoeLayout, MoeSpec, Norm, QkNorm, Single, Ssm,
+};
 use super::hf_quant;
 use super::hf_vision;
 use super::{ImportedModel, SourceFormat};
@@ -146,6 +148,10 @@ enum SsmAttention {
     /// Every `attn_layer_period`-th block from `attn_layer_offset` (Jamba; the others are
     /// Mamba blocks with Δ/B/C norms, each with the MLP or the experts).
     AttnLayerPeriod,
+    /// One part per block, from `hybrid_override_pattern` ("M" Mamba 2, "*" attention, "-"
+    /// MLP, "E" experts) or `layers_block_type` (NemotronH, configuration_nemotron_h.py); the
+    /// Mamba width is heads × head_dim.
+    Pattern,
     /// The blocks `layer_types` (or its older name `layers_block_type`) calls "attention" or
     /// "full_attention"; "mamba" and "linear_attention" blocks are Mamba (GraniteMoeHybrid).
     LayerTypes,
@@ -507,7 +513,11 @@ fn python_json(text: &str) -> std::borrow::Cow<'_, str> {
 /// Config keys that declare a part of the model this program does not count or cache, with the
 /// feature's name: a config holding one (set, not null, not zero or false) is refused.
 /// Names from the transformers configuration classes (configuration_<type>.py).
-const UNMODELLED_KEYS: [(&str, &str); 16] = [
+const UNMODELLED_KEYS: [(&str, &str); 17] = [
+    (
+        "moe_latent_size",
+        "latent projections around the experts (moe_latent_size)",
+    ),
     (
         "is_encoder_decoder",
         "an encoder-decoder model (is_encoder_decoder)",
@@ -612,7 +622,13 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
     let ssm_layer_types = conv
         .ssm
         .is_some_and(|r| r.attention == SsmAttention::LayerTypes);
-    if let Some((_, Value::Array(types))) = cfg.raw(&["layer_types", "layers_block_type"]) {
+    let pattern = conv
+        .ssm
+        .is_some_and(|r| r.attention == SsmAttention::Pattern);
+    if let Some((_, Value::Array(types))) = cfg
+        .raw(&["layer_types", "layers_block_type"])
+        .filter(|_| !pattern)
+    {
         for t in &types {
             let t = t.as_str().unwrap_or("?");
             let modelled = match t {
@@ -650,7 +666,12 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
 
 fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, String> {
     let hidden = cfg.need(&["hidden_size", "n_embd", "d_model"])?;
-    let layers = cfg.need(&["num_hidden_layers", "n_layer", "num_layers"])?;
+    let single = single_blocks(cfg, conv)?;
+    let layers = match &single {
+        // NemotronHConfig: the pattern's length is the layer count.
+        Some(s) => s.len() as u32,
+        None => cfg.need(&["num_hidden_layers", "n_layer", "num_layers"])?,
+    };
     let attention_free = conv.ssm.is_some_and(|r| r.attention == SsmAttention::None);
     let heads = if attention_free {
         // No attention block: one placeholder head (the blocks cache no K/V).
@@ -726,9 +747,17 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         _ => 0,
     };
     let mla = if conv.mla { Some(mla(cfg)?) } else { None };
-    let blocks = match conv.ssm {
-        Some(rule) => Some(ssm_blocks(cfg, rule.attention, layers)?),
-        None => layer_types(cfg, conv)?,
+    let blocks = match (conv.ssm, &single) {
+        (_, Some(s)) => Some(
+            s.iter()
+                .map(|k| match k {
+                    Single::Attention => BlockCache::Full,
+                    _ => BlockCache::None,
+                })
+                .collect(),
+        ),
+        (Some(rule), None) => Some(ssm_blocks(cfg, rule.attention, layers)?),
+        (None, None) => layer_types(cfg, conv)?,
     };
     let linear = if conv.linear_attention
         && blocks
@@ -745,10 +774,19 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
     } else {
         None
     };
-    let moe = match conv.moe {
+    let mut moe = match conv.moe {
         Some(l) => moe(cfg, conv, l, layers, intermediate)?,
         None => None,
     };
+    if let (Some(m), Some(s)) = (moe.as_mut(), &single) {
+        m.moe_layers = s.iter().map(|k| *k == Single::Moe).collect();
+    }
+    if moe.is_none() && single.as_ref().is_some_and(|s| s.contains(&Single::Moe)) {
+        return Err(format!(
+            "{}: the block pattern has expert blocks (E) but the config declares no experts (n_routed_experts)",
+            cfg.origin
+        ));
+    }
     if cfg.raw(&INTERMEDIATE_KEYS).is_none()
         && !attention_free
         && conv.intermediate_factor.is_none()
@@ -790,13 +828,17 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
                 .map(|la| la.state_elements())
                 .or(ssm.map(|s| s.state_elements()))
                 .unwrap_or(0);
-            let recurrent = blocks
-                .as_ref()
-                .map_or(0, |b| b.iter().filter(|c| **c == BlockCache::None).count());
+            let recurrent = match &single {
+                Some(s) => s.iter().filter(|k| **k == Single::Mamba).count(),
+                None => blocks
+                    .as_ref()
+                    .map_or(0, |b| b.iter().filter(|c| **c == BlockCache::None).count()),
+            };
             per_block.saturating_mul(recurrent as u64)
         },
         ssm,
         ssm_only_mixer: attention_free,
+        single,
         blocks,
     })
 }
@@ -817,10 +859,14 @@ fn ssm(cfg: &Cfg, rule: SsmRule, hidden: u32) -> Result<Ssm, String> {
         .bool("mamba_conv_bias")
         .or(cfg.bool("use_conv_bias"))
         .unwrap_or(true);
-    let inner = expand.saturating_mul(hidden);
     let heads = match mixer {
         SsmMixer::Mamba2 => cfg.need(&["mamba_n_heads", "mamba_num_heads", "num_heads"])?,
         SsmMixer::Mamba => 0,
+    };
+    // NemotronHMamba2Mixer: intermediate_size = mamba_num_heads × mamba_head_dim.
+    let inner = match rule.attention {
+        SsmAttention::Pattern => heads.saturating_mul(cfg.need(&["mamba_head_dim"])?),
+        _ => expand.saturating_mul(hidden),
     };
     Ok(match mixer {
         SsmMixer::Mamba => {
@@ -862,6 +908,70 @@ fn ssm(cfg: &Cfg, rule: SsmRule, hidden: u32) -> Result<Ssm, String> {
     })
 }
 
+/// The blocks of a one-part-per-block convention (`SsmAttention::Pattern`), `None` for any
+/// other.
+fn single_blocks(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<Single>>, String> {
+    if conv
+        .ssm
+        .is_none_or(|r| r.attention != SsmAttention::Pattern)
+    {
+        return Ok(None);
+    }
+    let bad = |what: String| {
+        Err(format!(
+            "{}: {what} is not a block type of this model (Mamba, attention, MLP or experts)",
+            cfg.origin
+        ))
+    };
+    let kinds: Vec<Single> = match cfg.raw(&["hybrid_override_pattern", "layers_block_type"]) {
+        Some((_, Value::String(p))) => {
+            let mut v = Vec::with_capacity(p.len());
+            for c in p.chars() {
+                v.push(match c {
+                    'M' => Single::Mamba,
+                    '*' => Single::Attention,
+                    '-' => Single::Mlp,
+                    'E' => Single::Moe,
+                    c => return bad(format!("hybrid_override_pattern letter {c:?}")),
+                });
+            }
+            v
+        }
+        Some((_, Value::Array(a))) => {
+            let mut v = Vec::with_capacity(a.len());
+            for t in &a {
+                v.push(match t.as_str() {
+                    Some("mamba" | "linear_attention") => Single::Mamba,
+                    Some("attention" | "full_attention") => Single::Attention,
+                    Some("mlp") => Single::Mlp,
+                    Some("moe") => Single::Moe,
+                    _ => {
+                        return bad(format!(
+                            "layers_block_type {}",
+                            super::reader::shown(&t.to_string())
+                        ));
+                    }
+                });
+            }
+            v
+        }
+        _ => {
+            return Err(format!(
+                "{}: hybrid_override_pattern (or layers_block_type) is missing",
+                cfg.origin
+            ));
+        }
+    };
+    if kinds.is_empty() || kinds.len() > MAX_LAYERS as usize {
+        return Err(format!(
+            "{}: the block pattern lists {} blocks (1 to {MAX_LAYERS})",
+            cfg.origin,
+            kinds.len()
+        ));
+    }
+    Ok(Some(kinds))
+}
+
 /// Which blocks of a state-space model are Mamba blocks (`BlockCache::None`) and which
 /// attention blocks (`Full`).
 fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<BlockCache>, String> {
@@ -896,6 +1006,8 @@ fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<Blo
             }
             Ok(blocks)
         }
+        // Read by `single_blocks`, which gives the blocks before this is asked.
+        SsmAttention::Pattern => Ok(vec![BlockCache::None; layers]),
         SsmAttention::AttnLayerPeriod => {
             // configuration_jamba.py `layers_block_type`.
             let period = cfg.need(&["attn_layer_period"])?.max(1) as usize;

@@ -231,6 +231,17 @@ impl Ssm {
     }
 }
 
+/// The one part a block holds, where the config lists the blocks that way (NemotronH
+/// `hybrid_override_pattern` "M*-E" / `layers_block_type`, modeling_nemotron_h.py
+/// `NemotronHBlock`: a norm and one mixer or feed-forward).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Single {
+    Mamba,
+    Attention,
+    Mlp,
+    Moe,
+}
+
 /// The shapes of a decoder as its config declares them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
@@ -265,6 +276,8 @@ pub struct Layout {
     pub ssm: Option<Ssm>,
     /// Those blocks have no feed-forward (Mamba, Mamba 2: norm and mixer only).
     pub ssm_only_mixer: bool,
+    /// Blocks of one part each, where the config lists them (NemotronH).
+    pub single: Option<Vec<Single>>,
     /// What each block caches, where the config says it block by block.
     pub blocks: Option<Vec<BlockCache>>,
     /// Elements of fixed-size state per sequence (state-space and linear-attention blocks).
@@ -503,6 +516,20 @@ impl LinearAttention {
 /// The parameters of block `layer`: its mixer (attention or linear attention), its
 /// feed-forward (dense or MoE) and its norms.
 pub fn block(l: &Layout, layer: usize) -> Parts {
+    let norms = l.norm.params(n(l.hidden)) * n(l.norms_per_layer);
+    if let Some(kind) = l.single.as_ref().and_then(|s| s.get(layer)) {
+        let mut p = match kind {
+            Single::Mamba => l.ssm.map(|s| s.parts(l.hidden)).unwrap_or_default(),
+            Single::Attention => attention(l),
+            Single::Mlp => Parts {
+                linears: mlp(l, l.intermediate, l.mlp_bias, &DENSE, 1),
+                other: 0,
+            },
+            Single::Moe => l.moe.as_ref().map(|m| moe_block(l, m)).unwrap_or_default(),
+        };
+        p.other = p.other.saturating_add(norms);
+        return p;
+    }
     let recurrent = l
         .blocks
         .as_ref()
