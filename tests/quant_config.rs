@@ -398,9 +398,36 @@ fn compressed_tensors_ignore_and_targets_by_name() {
     ))
     .unwrap();
     assert!(
-        m.notes.iter().any(|n| n.contains("matches no module")),
+        m.notes.iter().any(|n| n.contains("match no module")),
         "{:?}",
         m.notes
+    );
+    // A vision-language model whose list names the tower's modules one by one (as
+    // llm-compressor writes it): the tower stays 16-bit, and no entry goes unexplained.
+    let per_block: Vec<String> = (0..32)
+        .flat_map(|b| {
+            ["attn.qkv", "attn.proj", "mlp.gate_proj", "mlp.down_proj"]
+                .map(|m| format!("model.visual.blocks.{b}.{m}"))
+        })
+        .chain(["lm_head".to_string()])
+        .collect();
+    let vl = |ignore: Value| import(&with_quant("qwen2.5-vl-7b-instruct.json", q(ignore))).unwrap();
+    let listed = vl(json!(per_block));
+    assert!(
+        !listed.notes.iter().any(|n| n.contains("match no module")),
+        "{:?}",
+        listed.notes
+    );
+    let whole = vl(json!(["lm_head", "re:model.visual.*"]));
+    close(
+        bytes(&listed),
+        bytes(&whole),
+        "tower listed per module or as a pattern",
+    );
+    let quantized = vl(json!(["lm_head"]));
+    assert!(
+        bytes(&quantized) < bytes(&whole),
+        "a tower left out of the list is quantized"
     );
 }
 

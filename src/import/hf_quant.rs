@@ -263,6 +263,19 @@ const VISION_NAMES: [&str; 12] = [
     "mlp1.1",
 ];
 
+/// The module prefixes of those towers and projectors.
+const VISION_PREFIXES: [&str; 9] = [
+    "visual.",
+    "model.visual.",
+    "vision_tower.",
+    "model.vision_tower.",
+    "multi_modal_projector.",
+    "model.multi_modal_projector.",
+    "vision_model.",
+    "model.vision_model.",
+    "mlp1.",
+];
+
 /// Other spellings of a block's module names (Mixtral `block_sparse_moe` with `w1`/`w3`/`w2`,
 /// Llama 4 `feed_forward`).
 fn aliases(name: &str) -> Vec<String> {
@@ -551,10 +564,20 @@ pub(super) fn read(
         how,
         &mut notes,
     )?;
-    for p in skip.iter().filter(|p| !p.used) {
+    let unmatched: Vec<String> = skip
+        .iter()
+        .filter(|p| !p.used)
+        .map(|p| super::reader::shown(&p.text))
+        .collect();
+    if !unmatched.is_empty() {
+        let shown: Vec<&str> = unmatched.iter().take(5).map(String::as_str).collect();
+        let more = match unmatched.len() {
+            n if n > 5 => format!(" and {} more", n - 5),
+            _ => String::new(),
+        };
         notes.push(format!(
-            "quantization_config names {} among the modules kept unquantized, which matches no module this program counts: if it is part of this model, that part is planned as quantized",
-            super::reader::shown(&p.text)
+            "quantization_config names {}{more} among the modules kept unquantized, which match no module this program counts: if they are part of this model, those parts are planned as quantized",
+            shown.join(", ")
         ));
     }
     Ok(Stored {
@@ -873,6 +896,14 @@ fn stored_bytes(
     if m.vision > 0 {
         let names: Vec<String> = VISION_NAMES.iter().map(|s| s.to_string()).collect();
         let skipped = listed(skip, &names, how);
+        // Lists name the tower's modules one by one (`model.visual.blocks.7.attn.qkv` …); the
+        // tower is counted as a whole, so every entry under its prefix belongs to it.
+        for p in skip.iter_mut() {
+            let t = p.text.strip_prefix("re:").unwrap_or(&p.text);
+            if VISION_PREFIXES.iter().any(|v| t.starts_with(v)) {
+                p.used = true;
+            }
+        }
         if let (Some(i), false) = (scheme_for(schemes, &names, false, false), skipped) {
             // The tower's modules are not enumerated: its parameters at the scheme's bytes
             // per weight of a square matrix of the text model's width.
