@@ -184,6 +184,12 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                 setting("attention", "Attention", r.attention, true),
                 setting("cfg", "Classifier-free guidance", on_off(r.cfg), true),
                 setting("vae_tiling", "Tiled VAE decode", on_off(r.vae_tiling), true),
+                setting(
+                    "vae_tile",
+                    "VAE decode tile",
+                    format!("{0}x{0} pixels", r.vae_tile),
+                    r.vae_tiling,
+                ),
                 setting("vae_slicing", "VAE slicing", on_off(r.vae_slicing), !comfy),
                 setting(
                     "vae_decode",
