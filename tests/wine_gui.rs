@@ -9,6 +9,8 @@
 //! check is that the Windows build gets that far: a window of the app's size, drawn with many
 //! colours (text and bars, not a blank or an error box), still up 10 s after it first drew.
 
+#[path = "common/programs.rs"]
+mod programs;
 #[path = "common/wine.rs"]
 mod wine;
 
@@ -25,15 +27,6 @@ impl Drop for Reaper {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn have(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
 }
 
 /// Xvfb on a display number it picks itself (`-displayfd`), so parallel runs never collide.
@@ -130,22 +123,14 @@ fn distinct_colours(rgb: &[u8]) -> usize {
 #[test]
 fn the_app_starts_under_wine_and_draws_the_planner() {
     let Some(w) = wine::wine() else { return };
-    let missing: Vec<&str> = [
-        ("Xvfb", "-help"),
-        ("import", "-version"),
-        ("xdotool", "version"),
-    ]
-    .into_iter()
-    .filter(|(p, a)| !have(p, a))
-    .map(|(p, _)| p)
-    .collect();
-    if !missing.is_empty() {
-        let msg = format!(
-            "{} missing (Debian packages xvfb, imagemagick, xdotool; .ci/run installs them): the Wine GUI test did not run",
-            missing.join(", ")
-        );
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-        eprintln!("SKIPPED: {msg}");
+    if !programs::present(
+        &[
+            ("Xvfb", "-help"),
+            ("import", "-version"),
+            ("xdotool", "version"),
+        ],
+        "Debian packages xvfb, imagemagick, xdotool; .ci/run installs them: the Wine GUI test did not run",
+    ) {
         return;
     }
     let (_x, display) = xvfb();

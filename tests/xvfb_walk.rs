@@ -10,38 +10,24 @@
 //! Needs python3 and Debian's `xvfb`, `xdotool` and `imagemagick` (`import`); without them it
 //! says so, and fails under CI=true.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+#[path = "common/programs.rs"]
+mod programs;
 
-fn have(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
 
 #[test]
 fn the_three_goals_end_with_a_consistent_verdict_and_a_plan_that_applies() {
-    let missing: Vec<&str> = [
-        ("python3", "--version"),
-        ("Xvfb", "-help"),
-        ("import", "-version"),
-        ("xdotool", "version"),
-    ]
-    .into_iter()
-    .filter(|(p, a)| !have(p, a))
-    .map(|(p, _)| p)
-    .collect();
-    if !missing.is_empty() {
-        let msg = format!(
-            "{} missing (Debian packages python3, xvfb, imagemagick, xdotool; .ci/run installs them): the walk in the real window did not run",
-            missing.join(", ")
-        );
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-        eprintln!("SKIPPED: {msg}");
+    if !programs::present(
+        &[
+            ("python3", "--version"),
+            ("Xvfb", "-help"),
+            ("import", "-version"),
+            ("xdotool", "version"),
+        ],
+        "Debian packages python3, xvfb, imagemagick, xdotool; .ci/run installs them: the walk in the real window did not run",
+    ) {
         return;
     }
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("walk");
