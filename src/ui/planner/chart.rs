@@ -9,9 +9,10 @@ use crate::plan::curve::{self, Knob, Point};
 use crate::types::options::{Engine, Task};
 use crate::types::workload::Workload;
 use crate::ui::i18n::tr;
+use crate::ui::widgets::explained;
 use crate::units::gib;
 use egui::Ui;
-use egui_plot::{AxisHints, HLine, HPlacement, Legend, Line, Plot, PlotPoints, VLine};
+use egui_plot::{AxisHints, HLine, HPlacement, Line, Plot, PlotPoints, VLine};
 use std::sync::Arc;
 
 /// The knob the chart shows for `w`: GPU layers only mean something to llama.cpp.
@@ -85,9 +86,21 @@ pub fn chart_ui(ui: &mut Ui, source: &Source, dragged: Knob, cache: &mut Cache) 
         .filter_map(|p| p.decode_tokens_per_s.map(|t| [f64::from(p.x), t * scale]))
         .collect();
     let visuals = ui.visuals().clone();
+    // Each series in its own colour, named in a legend of labels that explain themselves from
+    // the glossary (egui_plot's own legend draws toggles that cannot carry a tooltip).
+    let series = [
+        (tr("GPU memory"), visuals.hyperlink_color),
+        (tr("decode tokens/s"), visuals.warn_fg_color),
+        (tr("card capacity"), visuals.error_fg_color),
+        (tr("this run"), visuals.weak_text_color()),
+    ];
+    ui.horizontal_wrapped(|ui| {
+        for (name, c) in &series {
+            explained(ui.colored_label(*c, *name), name);
+        }
+    });
     Plot::new("planner_memory_speed")
         .height(220.0)
-        .legend(Legend::default())
         .allow_scroll(false)
         .allow_drag(false)
         .allow_zoom(false)
@@ -101,13 +114,11 @@ pub fn chart_ui(ui: &mut Ui, source: &Source, dragged: Knob, cache: &mut Cache) 
                 .formatter(move |mark, _| format!("{:.0}", mark.value / scale)),
         ])
         .show(ui, |p| {
-            p.line(Line::new(tr("GPU memory"), PlotPoints::from(vram)));
+            p.line(Line::new(series[0].0, PlotPoints::from(vram)).color(series[0].1));
             if !speed.is_empty() {
-                p.line(Line::new(tr("decode tokens/s"), PlotPoints::from(speed)));
+                p.line(Line::new(series[1].0, PlotPoints::from(speed)).color(series[1].1));
             }
-            p.hline(HLine::new(tr("card capacity"), cap).color(visuals.error_fg_color));
-            p.vline(
-                VLine::new(tr("this run"), f64::from(current)).color(visuals.weak_text_color()),
-            );
+            p.hline(HLine::new(series[2].0, cap).color(series[2].1));
+            p.vline(VLine::new(series[3].0, f64::from(current)).color(series[3].1));
         });
 }
