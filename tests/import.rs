@@ -60,6 +60,9 @@ fn config_counts_match_published_parameter_counts() {
         // BertModel with its pooler of sentence-transformers' all-MiniLM-L6-v2 (Hub "22.7M").
         ("bert-base-uncased.json", 109_514_298),
         ("all-minilm-l6-v2.json", 22_713_216),
+        // Qwen/Qwen3-30B-A3B-FP8: the shapes of Qwen3-30B-A3B stored fp8 block-wise (its Hub
+        // total also counts the F32 block scales, so the bf16 release's total is the one).
+        ("qwen3-30b-a3b-fp8.json", 30_532_122_624),
     ];
     for (file, want) in published {
         let m = config(file);
@@ -76,6 +79,8 @@ fn vision_language_configs_note_the_image_tokens() {
         "llava-1.5-7b-hf.json",
         "qwen2.5-vl-7b-instruct.json",
         "gemma-3-4b-it.json",
+        "qwen3-vl-8b-instruct.json",
+        "qwen3-vl-30b-a3b-instruct.json",
     ] {
         let m = config(file);
         assert!(
@@ -167,6 +172,28 @@ fn config_counts_round_to_published_sizes() {
         // as the 0..47 it abbreviates); the same notes' total of 109,676,279,296 lists a dense
         // MLP in layer 0 that the config does not have, so only the Hub's rounded size is used.
         ("llama-4-scout-17b-16e.json", 109e9, 0.5e9),
+        // Kimi K2 (model card: 1T total, 32B active, 61 layers with 1 dense, 384 experts, MLA).
+        // Its Hub metadata total, 1026.5B, also counts the F32 scale of each 128×128 fp8 block
+        // (62.5M of them), so the shapes come 0.06B under it.
+        ("kimi-k2-instruct.json", 1026.5e9, 0.1e9),
+        // Model card: "80B in total and 3B activated"; 48 blocks, 3 Gated DeltaNet + 1 gated
+        // attention repeating (the config gives only full_attention_interval).
+        ("qwen3-next-80b-a3b-thinking.json", 80e9, 0.5e9),
+        // Model card: "56B model parameters"; 54 Mamba-2, 54 MLP and 10 attention blocks.
+        ("nemotron-h-56b-base-8k.json", 56e9, 0.5e9),
+        // Hub "31.6B" (NVIDIA: 31.6B total, about 3.5B active): 23 Mamba-2, 23 MoE (128
+        // routed + 1 shared, 6 per token) and 6 attention blocks.
+        ("nemotron-3-nano-30b-a3b.json", 31.6e9, 0.05e9),
+        // Hub "8.8B": Qwen3-8B-shaped text model, a 27-block ViT with DeepStack mergers.
+        ("qwen3-vl-8b-instruct.json", 8.8e9, 0.05e9),
+        // GLM-4.5: model card 355B total / 32B active; the Hub total, 358B, also holds the
+        // multi-token-prediction layer (num_nextn_predict_layers = 1) that inspect leaves out
+        // and says so (vLLM glm4_moe_mtp.py Glm4MoeMultiTokenPredictorLayer: one more MoE block
+        // of 3,935,625,472, eh_proj 2h→h, enorm, hnorm and the shared head's norm, with its own
+        // embeddings and head of 775,946,240 each) — 5.54B in all.
+        ("glm-4.5.json", 358e9 - 5.54e9, 0.5e9),
+        // Hub "31.07B": Qwen3-VL MoE text model (128 experts, 8 per token) and its ViT.
+        ("qwen3-vl-30b-a3b-instruct.json", 31.07e9, 0.005e9),
     ];
     for (file, want, half) in rounded {
         let got = config(file).arch.params;
@@ -395,6 +422,34 @@ fn layer_types_set_the_window_for_any_type() {
     let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
     assert_eq!(m.arch.sliding_window, Some(128));
     assert_eq!(m.arch.global_every, Some(2));
+}
+
+/// The published Qwen3-Next config gives `full_attention_interval`, not `layer_types`: only
+/// every fourth block (configuration_qwen3_next.py) caches K and V, 12 of 48 here; the other
+/// 36 hold a Gated DeltaNet state. A different interval moves the split.
+#[test]
+fn qwen3_next_blocks_follow_full_attention_interval() {
+    use vram_doctor::memory::kv_cache::kv_cache_bytes;
+    use vram_doctor::memory::{Engine, KvDtype};
+    let kv_per_token = |a: &vram_doctor::types::arch::ModelArch| {
+        kv_cache_bytes(a, 1, 1, KvDtype::Fp16, Engine::Transformers, 1)
+    };
+    let m = config("qwen3-next-80b-a3b-thinking.json");
+    // K and V × 2 KV heads × 256 × 2 bytes in each full-attention block.
+    assert_eq!(kv_per_token(&m.arch), 12.0 * 2.0 * 2.0 * 256.0 * 2.0);
+    let state = m.arch.cache.as_ref().map_or(0.0, |c| c.state_elements);
+    assert!(state > 0.0, "the linear blocks hold a fixed state");
+    let text = std::fs::read_to_string(config_path("qwen3-next-80b-a3b-thinking.json")).unwrap();
+    let every_2nd = text.replace(
+        "\"full_attention_interval\": 4",
+        "\"full_attention_interval\": 2",
+    );
+    let m2 = imp::from_bytes::hf_config(every_2nd.as_bytes()).unwrap();
+    assert_eq!(kv_per_token(&m2.arch), 24.0 * 2.0 * 2.0 * 256.0 * 2.0);
+    assert_eq!(
+        m2.arch.cache.as_ref().map_or(0.0, |c| c.state_elements),
+        state * 24.0 / 36.0
+    );
 }
 
 /// A layer_types list without a regular period (CWM: a full layer first in every four) is kept

@@ -1276,9 +1276,31 @@ fn regular_period(blocks: &[BlockCache]) -> Option<Option<u32>> {
 /// `layer_types` (["sliding_attention", …, "full_attention"]) as block caches. A chunked
 /// attention convention without the list derives it as configuration_llama4.py does: a block is
 /// chunked where `no_rope_layers` says it uses RoPE (1), by default all but every
-/// `no_rope_layer_interval`-th, while `attention_chunk_size` is set.
+/// `no_rope_layer_interval`-th, while `attention_chunk_size` is set. A linear-attention
+/// convention without the list derives it as configuration_qwen3_next.py (and qwen3_5,
+/// qwen3_5_moe) `__post_init__` does: every `full_attention_interval`-th block (default 4) is
+/// full attention, the others linear — the published Qwen3-Next config.json files give only
+/// the interval.
 fn layer_types(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<BlockCache>>, String> {
     let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) else {
+        if conv.linear_attention {
+            let layers = cfg.need(&["num_hidden_layers"])?.min(MAX_LAYERS);
+            let interval = cfg.u32(&["full_attention_interval"])?.unwrap_or(4);
+            if interval == 0 {
+                return Err(format!("{}: full_attention_interval is 0", cfg.origin));
+            }
+            return Ok(Some(
+                (0..layers)
+                    .map(|l| {
+                        if (l + 1) % interval == 0 {
+                            BlockCache::Full
+                        } else {
+                            BlockCache::None
+                        }
+                    })
+                    .collect(),
+            ));
+        }
         // An explicit null turns chunking off (Llama4TextConfig `attention_chunk_size: int | None`).
         if !conv.chunked_attention
             || cfg.v.get("attention_chunk_size") == Some(&Value::Null)
