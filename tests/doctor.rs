@@ -62,7 +62,7 @@ fn every_committed_message_is_recognised_classified_and_routed() {
                 "[{}] empty result",
                 f.id
             );
-            // By the likeliest cause, then by cost; fixes the figures rule out last.
+            // By the likeliest cause, then by cost; fixes that cannot help are apart.
             let rank = |fix: &vram_doctor::doctor::diagnosis::FixLine| {
                 diagnosis
                     .causes
@@ -70,10 +70,10 @@ fn every_committed_message_is_recognised_classified_and_routed() {
                     .position(|c| fix.for_causes.contains(&c.id))
             };
             assert!(
-                diagnosis.fixes.windows(2).all(|w| {
-                    (w[0].cannot_help, rank(&w[0]), w[0].cost)
-                        <= (w[1].cannot_help, rank(&w[1]), w[1].cost)
-                }),
+                diagnosis
+                    .fixes
+                    .windows(2)
+                    .all(|w| { (rank(&w[0]), w[0].cost) <= (rank(&w[1]), w[1].cost) }),
                 "[{}] fixes not by cause, then cost",
                 f.id
             );
@@ -393,6 +393,33 @@ mod cli {
         assert_eq!(
             v["reading"]["classification"]["classes"][0],
             "fragmentation"
+        );
+    }
+
+    /// Fixes the figures rule out are printed apart with their reason, in the text and in the
+    /// JSON (issue 22: 1.02 GiB free + 0.68 GiB reserved cannot serve 1.96 GiB).
+    #[test]
+    fn fixes_that_cannot_help_are_printed_apart_with_their_reason() {
+        let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 11.76 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 10.72 GiB memory in use. Of the allocated memory 9.87 GiB is allocated by PyTorch, and 0.68 GiB is reserved by PyTorch but unallocated.";
+        let out = diagnose(&[], oom);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (fixes, apart) = text.split_once("\nCannot help here:\n").expect(&text);
+        assert!(!fixes.contains("expandable_segments:True"), "{fixes}");
+        assert!(apart.contains("why not: Free plus reserved-but-unallocated memory (1.70 GiB) is less than the 1.96 GiB requested"), "{apart}");
+        let out = diagnose(&["--json"], oom);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+        let apart = v["diagnosis"]["cannot_help"].as_array().expect("a list");
+        let e = apart
+            .iter()
+            .find(|f| f["id"] == "expandable_segments")
+            .expect("expandable_segments apart");
+        assert!(e["reason"].as_str().unwrap().contains("1.70 GiB"));
+        let fixes = v["diagnosis"]["fixes"].as_array().unwrap();
+        assert!(
+            fixes
+                .iter()
+                .all(|f| f["id"] != "expandable_segments" && f.get("reason").is_none())
         );
     }
 

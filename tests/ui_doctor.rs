@@ -2,7 +2,7 @@
 
 use egui::accesskit::Role;
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use vram_doctor::ui::doctor::DoctorView;
 
 const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. \
@@ -127,4 +127,62 @@ llama_init_from_model: failed to initialize the context: failed to allocate buff
         fields.get("gpu.vram_gib").map(String::as_str),
         Some("12.00")
     );
+}
+
+/// The newcomer's fine-tune OOM (issue 22), pasted as it came, with its traceback: the
+/// allocator settings that cannot serve 1.96 GiB from 1.02 GiB free and 0.68 GiB reserved, and
+/// the diffusers offload (this is training), are under "Cannot help here", each with its reason;
+/// the fixes above them can help.
+#[test]
+fn fixes_that_cannot_help_are_listed_apart_with_their_reason() {
+    let message = "Traceback (most recent call last):
+  File \"/home/me/venv/lib/python3.11/site-packages/transformers/trainer.py\", line 2474, in _inner_training_loop
+    self.accelerator.backward(loss)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total \
+capacity of 11.76 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process \
+has 10.72 GiB memory in use. Of the allocated memory 9.87 GiB is allocated by PyTorch, and \
+0.68 GiB is reserved by PyTorch but unallocated.";
+    let mut h = harness();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(message);
+    h.run();
+    h.get_by_label("Read message").click();
+    h.run();
+    walk_to_result(&mut h);
+    h.get_by_label("Cannot help here");
+    let reasons: Vec<String> = h
+        .query_all_by_label_contains("why not: ")
+        .filter_map(|n| n.accesskit_node().value())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("(1.70 GiB)") && r.contains("1.96 GiB requested")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("Written for image generation (diffusion)")),
+        "{reasons:?}"
+    );
+    // What is listed as a fix is not also under "Cannot help here", and the order on screen is
+    // fixes first.
+    let y = |label: &str| h.get_by_label(label).rect().min.y;
+    assert!(y("Fixes, for the likeliest cause first") < y("Cannot help here"));
+    let expandable = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+    assert!(
+        h.query_by_label(expandable).is_none(),
+        "expandable_segments is offered with a Copy button"
+    );
+    assert!(
+        y("Cannot help here")
+            < h.get_by_label_contains("Let PyTorch grow memory segments")
+                .rect()
+                .min
+                .y
+    );
+    h.get_by_label_contains("Recompute activations in the backward pass");
 }

@@ -319,18 +319,22 @@ pub(super) fn render(r: &Report) -> String {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            let note = if f.cannot_help {
-                " (cannot help with these figures)"
-            } else {
-                ""
-            };
-            s += &format!("  [{cost}] {}{note}\n", p(&f.text));
+            s += &format!("  [{cost}] {}\n", p(&f.text));
             if let Some(c) = &f.copy {
                 s += &format!("         copy: {}\n", p(c));
             }
             if let Some(planner) = &f.planner {
                 let fields: Vec<String> = planner.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 s += &format!("         planner: {}\n", p(&fields.join(" ")));
+            }
+        }
+    }
+    if !d.cannot_help.is_empty() {
+        s += "\nCannot help here:\n";
+        for f in &d.cannot_help {
+            s += &format!("  {}\n", p(&f.text));
+            if let Some(r) = &f.reason {
+                s += &format!("         why not: {}\n", p(r));
             }
         }
     }

@@ -1,11 +1,12 @@
 //! From causes (a leaf's list, or what the evidence points at) to the answer shown: causes
-//! ranked with why each fits and the evidence for it, and fixes ordered by cost.
+//! ranked with why each fits and the evidence for it, fixes ordered by cost, and the fixes that
+//! cannot help here apart, each with its reason.
 
 use super::evidence::{Fact, Observation, Source};
-use super::knowledge::{Cause, Cost, Fix, Knowledge};
+use super::knowledge::{Cause, Cost, Fix, Kind, Knowledge};
 use super::text::fill;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Fixes are gathered from this many top causes; further causes are listed without theirs so
 /// an unlikely cause's cheap fix does not crowd out the likely one's.
@@ -15,9 +16,12 @@ const CAUSES_WITH_FIXES: usize = 3;
 pub struct Diagnosis {
     /// Most likely first.
     pub causes: Vec<RankedCause>,
-    /// The likeliest cause's fixes first, cheapest first within a cause; fixes the figures
-    /// show cannot help come last.
+    /// Fixes that can help: the likeliest cause's first, cheapest first within a cause.
     pub fixes: Vec<FixLine>,
+    /// Fixes the causes list that cannot help with this message, each with its `reason`: the
+    /// figures rule them out, or they are written for another kind of workload (issue 22).
+    #[serde(default)]
+    pub cannot_help: Vec<FixLine>,
     /// The workload the message describes, as planner fields (engine, card size, context),
     /// when it names the program; for "open in planner" on the message itself.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -43,9 +47,9 @@ pub struct FixLine {
     pub planner: Option<BTreeMap<String, String>>,
     /// The causes (ids) this fix addresses.
     pub for_causes: Vec<String>,
-    /// The figures show this fix cannot help (it is listed last).
-    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
-    pub cannot_help: bool,
+    /// Why this fix cannot help here (only in [`Diagnosis::cannot_help`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
 }
 
 /// One evidence line for an observation: the fact's template filled with its figures, or its
@@ -127,9 +131,10 @@ pub fn diagnose(
     let any_engine = observations
         .iter()
         .any(|o| o.fact.name().starts_with("engine_"));
+    let kinds = message_kinds(kb, observations);
     let mut d = Diagnosis::default();
-    // (rank of the first cause listing it, cannot help, fix line); sorted at the end.
-    let mut lines: Vec<(usize, bool, FixLine)> = Vec::new();
+    // (rank of the first cause listing it, fix line); sorted at the end.
+    let mut lines: Vec<(usize, FixLine)> = Vec::new();
     for (rank, (_, _, id)) in ranked.iter().enumerate() {
         let c = &kb.causes[*id];
         let evidence = observations
@@ -151,7 +156,7 @@ pub fn diagnose(
         let generic = |f: &Fix| f.engines.is_empty() && !f.not_with.iter().any(seen);
         let keep_specific = !any_engine && !c.fixes.iter().any(|f| generic(&kb.fixes[f]));
         for fix_id in &c.fixes {
-            if let Some((_, _, line)) = lines.iter_mut().find(|(_, _, f)| &f.id == fix_id) {
+            if let Some((_, line)) = lines.iter_mut().find(|(_, f)| &f.id == fix_id) {
                 line.for_causes.push((*id).clone());
                 continue;
             }
@@ -171,10 +176,8 @@ pub fn diagnose(
                 }
                 p
             });
-            let cannot_help = f.useless_when.iter().any(seen);
             lines.push((
                 rank,
-                cannot_help,
                 FixLine {
                     id: fix_id.clone(),
                     cost: f.cost,
@@ -182,20 +185,73 @@ pub fn diagnose(
                     copy: f.copy.clone(),
                     planner,
                     for_causes: vec![(*id).clone()],
-                    cannot_help,
+                    reason: cannot_help(kb, f, observations, kinds.as_ref(), lang),
                 },
             ));
         }
     }
-    // By how likely the cause is, then by cost (stable: file order within one cost); a fix the
-    // figures rule out never comes before one that can help (issue 16).
-    lines.sort_by_key(|(rank, useless, f)| (*useless, *rank, f.cost));
-    d.fixes = lines.into_iter().map(|(_, _, f)| f).collect();
+    // By how likely the cause is, then by cost (stable: file order within one cost); a fix that
+    // cannot help is listed apart, never among those that can (issues 16, 22).
+    lines.sort_by_key(|(rank, f)| (*rank, f.cost));
+    (d.cannot_help, d.fixes) = lines
+        .into_iter()
+        .map(|(_, f)| f)
+        .partition(|f| f.reason.is_some());
     d.planner = workload
         .keys()
         .any(|k| k == "run.engine")
         .then(|| workload.clone());
     d
+}
+
+/// The kinds of workload the evidence agrees the message comes from: the intersection of the
+/// `kinds` of every observed fact that names some (facts.toml). `None` when no fact tells, or
+/// when they disagree (a ComfyUI node running an LLM): then no fix is ruled out by kind.
+fn message_kinds(kb: &Knowledge, observations: &[Observation]) -> Option<BTreeSet<Kind>> {
+    let mut out: Option<BTreeSet<Kind>> = None;
+    for o in observations {
+        let Some(k) = kb.facts.get(&o.fact).filter(|i| !i.kinds.is_empty()) else {
+            continue;
+        };
+        let k: BTreeSet<Kind> = k.kinds.iter().copied().collect();
+        out = Some(match out {
+            None => k,
+            Some(prev) => prev.intersection(&k).copied().collect(),
+        });
+    }
+    out.filter(|k| !k.is_empty())
+}
+
+/// Why `f` cannot help with this message, or `None` when it can: one of its `useless_when`
+/// facts was seen (the reason is that fact's evidence line, with the message's figures), or it
+/// is written only for kinds of workload the message is not from.
+fn cannot_help(
+    kb: &Knowledge,
+    f: &Fix,
+    observations: &[Observation],
+    kinds: Option<&BTreeSet<Kind>>,
+    lang: &str,
+) -> Option<String> {
+    if let Some(o) = observations
+        .iter()
+        .find(|o| f.useless_when.contains(&o.fact))
+    {
+        return Some(evidence_line(kb, o, lang));
+    }
+    let kinds = kinds?;
+    if f.kinds.is_empty() || f.kinds.iter().any(|k| kinds.contains(k)) {
+        return None;
+    }
+    let names = |ks: &mut dyn Iterator<Item = &Kind>| {
+        ks.map(|k| kb.kind_names[k].get(lang))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let values = BTreeMap::from([
+        ("fix_kinds".to_string(), names(&mut f.kinds.iter())),
+        ("kinds".to_string(), names(&mut kinds.iter())),
+    ]);
+    fill(kb.not_for_kind.get(lang), &values)
 }
 
 /// What the evidence says about the workload, as planner fields: the card's size from a

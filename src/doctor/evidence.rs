@@ -80,6 +80,10 @@ facts! {
     SystemMemoryFallback,
     ComfyDynamicVram,
     EngineDeepspeed,
+    /// A traceback through the diffusers package.
+    EngineDiffusers,
+    /// A backward pass or optimizer step in the traceback: the message is from training.
+    TrainingStep,
     EngineVideoTool,
     /// AMD's ROCm/HIP stack: its fixes (HSA_OVERRIDE_GFX_VERSION) do nothing on CUDA.
     EngineRocm,

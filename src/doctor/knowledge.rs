@@ -26,6 +26,21 @@ pub enum Cost {
     Hardware,
 }
 
+/// A kind of workload, as the planner's `run.task` names it: what a fix is written for and what
+/// a message can come from (issue 22: a diffusers-only fix was offered for an LLM fine-tune).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Inference,
+    Training,
+    Diffusion,
+    Game,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Inference, Kind::Training, Kind::Diffusion, Kind::Game];
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FactInfo {
@@ -44,6 +59,11 @@ pub struct FactInfo {
     /// on: a line with it is no failure even where it says "failed" (`error_words`).
     #[serde(default)]
     pub carries_on: bool,
+    /// The kinds of workload a message with this fact can come from (ComfyUI: diffusion;
+    /// transformers: inference or training); empty = any. The message's kind is what all its
+    /// facts agree on.
+    #[serde(default)]
+    pub kinds: Vec<Kind>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -98,6 +118,11 @@ pub struct Fix {
     /// trapped memory is below the request): it is listed after every fix that can.
     #[serde(default)]
     pub useless_when: Vec<Fact>,
+    /// The kinds of workload this fix can help (gradient checkpointing: training; tiled VAE
+    /// decode: diffusion); empty = any. For a message of another kind it is listed under
+    /// "Cannot help here" with `not_for_kind`.
+    #[serde(default)]
+    pub kinds: Vec<Kind>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -170,8 +195,19 @@ struct SignaturesFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CausesFile {
+    /// Why a fix is under "Cannot help here" for a message of another kind: `{fix_kinds}` (what
+    /// the fix is for) and `{kinds}` (what the message is about).
+    not_for_kind: Text,
+    /// Each kind's name in the reasons.
+    kind: BTreeMap<Kind, KindName>,
     cause: Vec<Cause>,
     fix: BTreeMap<String, Fix>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KindName {
+    name: Text,
 }
 
 /// The knowledge files' text, by file name (so tests can feed broken variants).
@@ -255,6 +291,9 @@ pub struct Knowledge {
     /// Cause ids in file order: the order of preference among equally supported causes.
     pub cause_order: Vec<String>,
     pub fixes: BTreeMap<String, Fix>,
+    /// The "written for another kind" reason and each kind's name (causes.toml).
+    pub not_for_kind: Text,
+    pub kind_names: BTreeMap<Kind, Text>,
     pub trees: Vec<Tree>,
     pub nodes: BTreeMap<String, Node>,
     pub root: String,
@@ -333,6 +372,8 @@ impl Knowledge {
             causes: cause_map,
             cause_order,
             fixes: causes.fix,
+            not_for_kind: causes.not_for_kind,
+            kind_names: causes.kind.into_iter().map(|(k, n)| (k, n.name)).collect(),
             trees,
             nodes,
             root,
@@ -437,6 +478,9 @@ impl Knowledge {
                     e.name()
                 ));
             }
+        }
+        if let Some(k) = Kind::ALL.iter().find(|k| !self.kind_names.contains_key(k)) {
+            return Err(format!("causes.toml: kind '{k:?}' has no [kind.…] name"));
         }
         for (fact, info) in &self.facts {
             check_planner_fields(
@@ -552,6 +596,10 @@ impl Knowledge {
         }
         for (id, f) in &self.fixes {
             texts.push((format!("fix '{id}'"), &f.text));
+        }
+        texts.push(("not_for_kind".to_string(), &self.not_for_kind));
+        for (k, n) in &self.kind_names {
+            texts.push((format!("kind '{k:?}' name"), n));
         }
         for (what, t) in texts {
             let missing = t.missing(&self.languages);

@@ -309,5 +309,22 @@ fn diagnosis_ui(ui: &mut Ui, d: &Diagnosis) -> Option<BTreeMap<String, String>> 
             }
         });
     }
+    cannot_help_ui(ui, d);
     open
+}
+
+/// The fixes the causes list that cannot help with this message, apart from those that can,
+/// each with its reason (issue 22: a fix the figures rule out was sorted among the others).
+fn cannot_help_ui(ui: &mut Ui, d: &Diagnosis) {
+    if d.cannot_help.is_empty() {
+        return;
+    }
+    ui.add_space(6.0);
+    ui.label(RichText::new(tr("Cannot help here")).strong().size(16.0));
+    for f in &d.cannot_help {
+        ui.label(RichText::new(&f.text).weak());
+        if let Some(r) = &f.reason {
+            ui.label(trf("why not: {reason}", &[("reason", r)]));
+        }
+    }
 }
