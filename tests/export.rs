@@ -154,6 +154,7 @@ const PYTHON_KWARGS: &[&str] = &[
     "bnb_4bit_quant_type",
     "bnb_4bit_use_double_quant",
     "bnb_4bit_compute_dtype",
+    "bnb_4bit_quant_storage",
     "torch_dtype",
     "dtype",
     "quantization_config",

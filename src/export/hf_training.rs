@@ -103,7 +103,7 @@ fn notes(w: &Workload) -> Vec<String> {
     if r.method != Method::Full {
         // Adapters: the base weights stay as loaded, AMP keeps the adapters in fp32.
     } else if r.precision == Precision::Bf16 {
-        n.push("Pure bf16: load the model with torch_dtype=torch.bfloat16, so weights and optimizer states stay bf16 (no fp32 master copy).".into());
+        n.push("Pure bf16: load the model with dtype=torch.bfloat16, so weights and optimizer states stay bf16 (no fp32 master copy).".into());
     } else if r.precision == Precision::Bf16Mixed || r.precision == Precision::Fp16Mixed {
         n.push("Mixed precision: load the model in fp32 (the default) so AMP keeps fp32 master weights, as the plan assumes.".into());
     }

@@ -4,7 +4,7 @@
 //! the QLoRA paper's recipe (Dettmers et al. 2023).
 
 use super::transformers::{bnb_config, compute_dtype, format_note, load_call, model_class};
-use super::{ExportKind, comments};
+use super::{ExportKind, comments, deepspeed};
 use crate::types::options::{Checkpointing, LoraTargets, Method, Objective};
 use crate::types::workload::Workload;
 
@@ -28,14 +28,35 @@ pub fn render(w: &Workload) -> String {
         ExportKind::HfTraining.file_name()
     )];
     notes.extend(format_note(r.weights));
+    // ZeRO-3 and FSDP's FULL_SHARD (the stage-3 plans) shard the weights as they load.
+    let sharded = deepspeed::zero_stage(w) == 3;
+    if sharded {
+        notes.push(format!(
+            "Sharded (ZeRO-3 / FSDP): create the TrainingArguments ({}) before loading, so the weights load sharded, and give no device_map (transformers refuses one under ZeRO-3).",
+            ExportKind::HfTraining.file_name()
+        ));
+    }
     let mut s = comments(&notes);
+    let compute = compute_dtype(w);
     let bnb = if r.method == Method::Qlora {
-        bnb_config(r.weights, compute_dtype(w))
+        bnb_config(r.weights, compute, sharded.then_some(compute))
     } else {
         None
     };
+    // One process per GPU under a launcher: each loads onto its own GPU (LOCAL_RANK, set by
+    // torchrun, deepspeed and accelerate launch), not all onto GPU 0.
+    let device_map = match (sharded, w.gpu.count) {
+        (true, _) => None,
+        (false, 1) => Some("{\"\": 0}"),
+        (false, _) => Some("{\"\": int(os.environ.get(\"LOCAL_RANK\", \"0\"))}"),
+    };
     s.push_str(&format!(
-        "import torch\nfrom peft import LoraConfig, get_peft_model{}\nfrom transformers import {}{}\n\n",
+        "{}import torch\nfrom peft import LoraConfig, get_peft_model{}\nfrom transformers import {}{}\n\n",
+        if device_map.is_some_and(|d| d.contains("os.environ")) {
+            "import os\n"
+        } else {
+            ""
+        },
         if bnb.is_some() {
             ", prepare_model_for_kbit_training"
         } else {
@@ -49,7 +70,7 @@ pub fn render(w: &Workload) -> String {
     }
     s.push_str(&load_call(
         w,
-        "{\"\": 0}",
+        device_map,
         bnb.as_ref().map(|_| "bnb_config"),
     ));
     let ckpt = if r.checkpointing == Checkpointing::None {

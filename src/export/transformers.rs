@@ -24,7 +24,7 @@ pub fn compute_dtype(w: &Workload) -> &'static str {
     }
 }
 
-/// `torch_dtype` for loading: the weight format for 16/32-bit weights, the compute type for
+/// `dtype` for loading: the weight format for 16/32-bit weights, the compute type for
 /// quantized ones (their non-quantized layers load in it).
 pub fn load_dtype(w: &Workload) -> &'static str {
     match w.run.weights {
@@ -45,10 +45,17 @@ pub fn attn_implementation(a: Attention) -> &'static str {
 }
 
 /// A `BitsAndBytesConfig(...)` expression for bitsandbytes formats; `None` for the others.
-pub fn bnb_config(weights: WeightFormat, compute: &str) -> Option<String> {
+/// `storage`: `bnb_4bit_quant_storage`, the type the packed 4-bit weights are stored as. FSDP
+/// and ZeRO-3 flatten them together with the other parameters, which needs one type for all
+/// (peft docs "Use PEFT QLoRA and FSDP", "DeepSpeed … ZeRO-3 and QLoRA"); `None` keeps
+/// bitsandbytes' uint8.
+pub fn bnb_config(weights: WeightFormat, compute: &str, storage: Option<&str>) -> Option<String> {
     let four = |kind: &str| {
+        let storage = storage
+            .map(|t| format!("    bnb_4bit_quant_storage={t},\n"))
+            .unwrap_or_default();
         format!(
-            "BitsAndBytesConfig(\n    load_in_4bit=True,\n    bnb_4bit_quant_type=\"{kind}\",\n    bnb_4bit_use_double_quant=True,\n    bnb_4bit_compute_dtype={compute},\n)"
+            "BitsAndBytesConfig(\n    load_in_4bit=True,\n    bnb_4bit_quant_type=\"{kind}\",\n    bnb_4bit_use_double_quant=True,\n    bnb_4bit_compute_dtype={compute},\n{storage})"
         )
     };
     match weights {
@@ -81,11 +88,14 @@ pub fn model_class(w: &Workload) -> &'static str {
 }
 
 /// `model = AutoModelFor...from_pretrained(...)` with the run's settings; `quant` is the name of
-/// a quantization config variable defined before it, if any.
-pub fn load_call(w: &Workload, device_map: &str, quant: Option<&str>) -> String {
+/// a quantization config variable defined before it, if any; `device_map` `None` leaves the
+/// placement to the framework (ZeRO-3 and FSDP shard the weights themselves). The type is
+/// `dtype=`: `torch_dtype` is only kept for backward compatibility (transformers
+/// `modeling_utils.py` `from_pretrained`, since 4.56).
+pub fn load_call(w: &Workload, device_map: Option<&str>, quant: Option<&str>) -> String {
     let class = model_class(w);
     let mut s = format!(
-        "model = {class}.from_pretrained(\n    \"{}\",\n    torch_dtype={},\n",
+        "model = {class}.from_pretrained(\n    \"{}\",\n    dtype={},\n",
         hf_repo(w),
         load_dtype(w)
     );
@@ -93,9 +103,13 @@ pub fn load_call(w: &Workload, device_map: &str, quant: Option<&str>) -> String 
         s.push_str(&format!("    quantization_config={q},\n"));
     }
     s.push_str(&format!(
-        "    attn_implementation=\"{}\",\n    device_map={device_map},\n)\n",
+        "    attn_implementation=\"{}\",\n",
         attn_implementation(w.run.attention)
     ));
+    if let Some(d) = device_map {
+        s.push_str(&format!("    device_map={d},\n"));
+    }
+    s.push_str(")\n");
     s
 }
 
@@ -113,7 +127,7 @@ pub fn render(w: &Workload) -> String {
         ));
     }
     let mut s = comments(&notes);
-    let bnb = bnb_config(r.weights, compute_dtype(w));
+    let bnb = bnb_config(r.weights, compute_dtype(w), None);
     s.push_str("import torch\nfrom transformers import AutoTokenizer, ");
     s.push_str(model_class(w));
     if bnb.is_some() {
@@ -130,7 +144,7 @@ pub fn render(w: &Workload) -> String {
     };
     s.push_str(&load_call(
         w,
-        device_map,
+        Some(device_map),
         bnb.as_ref().map(|_| "quantization_config"),
     ));
     s.push_str(&format!(

@@ -11,7 +11,7 @@ bnb_config = BitsAndBytesConfig(
 )
 model = AutoModelForCausalLM.from_pretrained(
     "meta-llama/Llama-3.1-8B",
-    torch_dtype=torch.bfloat16,
+    dtype=torch.bfloat16,
     quantization_config=bnb_config,
     attn_implementation="sdpa",
     device_map={"": 0},

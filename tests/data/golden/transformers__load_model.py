@@ -10,7 +10,7 @@ quantization_config = BitsAndBytesConfig(
 )
 model = AutoModelForCausalLM.from_pretrained(
     "meta-llama/Llama-3.1-8B",
-    torch_dtype=torch.bfloat16,
+    dtype=torch.bfloat16,
     quantization_config=quantization_config,
     attn_implementation="sdpa",
     device_map={"": 0},
