@@ -339,3 +339,99 @@ fn cli_plans_a_workflow_and_refuses_what_it_cannot() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--width"));
 }
+
+#[test]
+fn fixes_are_changes_to_named_nodes_of_the_workflow() {
+    // Flux dev in bf16 with a 16-bit T5 does not fit 12 GiB: the plan swaps nodes.
+    let w = comfy::read(&data("flux_split_loaders.json")).unwrap();
+    let p = plan(
+        &w,
+        gpu(12.0),
+        Bus::default(),
+        &Launch::default(),
+        &Answers::default(),
+    )
+    .unwrap();
+    assert!(!p.changes.is_empty(), "{:?}", p.passes[0].need_bytes);
+    for c in &p.changes {
+        // Each names a node of the workflow by its class, or is a launch flag.
+        if let Some(id) = &c.node {
+            let n = w.node(id).unwrap();
+            assert_eq!(c.class_type.as_deref(), Some(n.class_type.as_str()));
+            assert!(c.change.contains(&format!("(node {id})")), "{c:?}");
+        } else {
+            assert!(c.change.contains("--"), "{c:?}");
+        }
+        assert!(c.speed_factor > 0.0, "{c:?}");
+    }
+    let weights = p
+        .changes
+        .iter()
+        .find(|c| c.node.as_deref() == Some("12"))
+        .expect("a change to the UNETLoader");
+    assert!(
+        weights.change.contains("UNETLoader (node 12)")
+            && (weights.change.contains("UnetLoaderGGUF")
+                || weights.change.contains("weight_dtype")),
+        "{weights:?}"
+    );
+    assert!(weights.saves_bytes > 4 << 30, "{weights:?}");
+    // The CLI says them under the workflow, the JSON carries them.
+    let f = data("flux_split_loaders.json");
+    let out = cli(&[
+        "plan",
+        "--workflow",
+        f.to_str().unwrap(),
+        "--vram-gib",
+        "12",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Changes to the workflow") && text.contains(&weights.change),
+        "{text}"
+    );
+    let out = cli(&[
+        "plan",
+        "--workflow",
+        f.to_str().unwrap(),
+        "--vram-gib",
+        "12",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["workflow"]["changes"];
+    assert!(c.as_array().is_some_and(|a| !a.is_empty()), "{c}");
+    assert!(c[0]["saves_bytes"].as_u64().is_some() && c[0]["strategy"].is_string());
+    // A workflow that fits needs no change.
+    let p = planned("sd15", 24.0);
+    assert!(p.changes.is_empty(), "{:?}", p.changes);
+}
+
+#[test]
+fn a_big_decode_is_fixed_on_its_vae_decode_node() {
+    // SD 3.5 Large on 4 GiB: the plan tiles the decode, saying so on the VAEDecode node.
+    let w = comfy::read(&data("sd35_large.json")).unwrap();
+    let p = plan(
+        &w,
+        gpu(4.0),
+        Bus::default(),
+        &Launch::default(),
+        &Answers::default(),
+    )
+    .unwrap();
+    let tiled = p
+        .changes
+        .iter()
+        .find(|c| c.change.contains("VAEDecodeTiled"))
+        .unwrap_or_else(|| panic!("{:#?}", p.changes));
+    assert_eq!(tiled.node.as_deref(), Some("8"));
+    assert_eq!(tiled.class_type.as_deref(), Some("VAEDecode"));
+    assert_eq!(
+        tiled.change,
+        "replace VAEDecode (node 8) with VAEDecodeTiled, tile_size 512"
+    );
+    assert!(
+        tiled.saves_bytes > 0 && tiled.speed_factor >= 1.0,
+        "{tiled:?}"
+    );
+}

@@ -537,6 +537,46 @@ fn a_comfyui_workflow_opens_as_its_peak_pass() {
     h.get_by_label_contains("4 CheckpointLoaderSimple: sd_xl_base_1.0_0.9vae.safetensors → sdxl");
 }
 
+/// Issue 18: "ComfyUI models folder…" next to "Open ComfyUI workflow…" picks the folder whose
+/// files' headers identify a workflow's models; the choice is kept with the planner's state.
+#[test]
+fn the_comfyui_models_folder_is_picked_kept_and_used() {
+    let dir = tempfile::tempdir().unwrap();
+    // A checkpoint the workflow names, with SDXL's keys but a tenth of its size: its header
+    // says it is no SDXL, which the name alone would have planned.
+    let ckpt = dir
+        .path()
+        .join("models/checkpoints/sd_xl_base_1.0_0.9vae.safetensors");
+    std::fs::create_dir_all(ckpt.parent().unwrap()).unwrap();
+    let header = br#"{"model.diffusion_model.input_blocks.0.0.weight":{"dtype":"F16","shape":[1000],"data_offsets":[0,2000]},"model.diffusion_model.label_emb.0.0.weight":{"dtype":"F16","shape":[1000],"data_offsets":[2000,4000]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    bytes.resize(bytes.len() + 4000, 0);
+    std::fs::write(&ckpt, bytes).unwrap();
+    let mut h = harness(view(dir.path().to_path_buf()));
+    h.run();
+    h.get_by_label("ComfyUI models folder…").click();
+    h.run();
+    assert_eq!(h.state().comfy_models.as_deref(), Some(dir.path()));
+    let json = serde_json::to_string(h.state()).unwrap();
+    let back: PlannerView = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.comfy_models.as_deref(), Some(dir.path()));
+    // The workflow's checkpoint is read from the folder: not SDXL-sized, so it is asked for.
+    let png = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/comfy/sdxl_hires_fix.png");
+    h.state_mut().dialogs = Dialogs(Box::new(Picks(png)));
+    h.get_by_label("Open ComfyUI workflow…").click();
+    h.run();
+    h.get_by_label_contains("another model of that family");
+    // A folder that is not ComfyUI's is refused and not kept.
+    let other = tempfile::tempdir().unwrap();
+    h.state_mut().dialogs = Dialogs(Box::new(Picks(other.path().to_path_buf())));
+    h.get_by_label("ComfyUI models folder…").click();
+    h.run();
+    assert_eq!(h.state().comfy_models.as_deref(), Some(dir.path()));
+    h.get_by_label_contains("no checkpoints, diffusion_models");
+}
+
 /// Issue 17: the memory–speed chart follows the knob being dragged — GPU layers of a
 /// llama.cpp run, then the context once the sequence slider moves — and the plan's why still
 /// shows the speed of the chosen split.

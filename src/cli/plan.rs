@@ -25,6 +25,11 @@ pub struct PlanArgs {
     /// does not know (repeat for several).
     #[arg(long, requires = "workflow")]
     pub comfy_file: Vec<String>,
+    /// ComfyUI's folder (or its models folder): each model file the workflow names is found
+    /// there (checkpoints, diffusion_models, text_encoders, vae …) and identified exactly from
+    /// its header instead of its name.
+    #[arg(long, requires = "workflow", value_name = "DIR")]
+    pub comfy_models: Option<PathBuf>,
     /// Print the JSON result instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -6,6 +6,7 @@ use super::plan::{PlanArgs, render, title};
 use crate::import::comfy;
 use crate::memory::any::AnyWorkload;
 use crate::plan::workflow::files::Answers;
+use crate::plan::workflow::headers::ModelsDir;
 use crate::plan::workflow::{Launch, WorkflowPlan};
 use crate::plan::{PlanResult, plan_any};
 use crate::resolve::diffusion::bus_for;
@@ -58,7 +59,10 @@ fn gib_flag(flag: &str, v: Option<f64>) -> Result<Option<u64>, String> {
 
 pub fn run(a: &PlanArgs, path: &Path) -> Result<(), CliError> {
     refuse_run_flags(a)?;
-    let answers = Answers::parse(&a.comfy_file)?;
+    let mut answers = Answers::parse(&a.comfy_file)?;
+    if let Some(dir) = &a.comfy_models {
+        answers = answers.with_models(ModelsDir::open(dir)?);
+    }
     let wf = comfy::read(path)?;
     let f = a.workload_file()?;
     let gpu = f.gpu.resolve()?;
@@ -113,6 +117,9 @@ fn describe(path: &Path, wp: &WorkflowPlan) -> String {
     let _ = writeln!(s, "Models loaded:");
     for n in &wp.nodes {
         let what = match (&n.preset, &n.weights, n.bytes) {
+            (Some(p), Some(w), Some(b)) if n.from_header => {
+                format!("{p}, {w}, {} (from its header)", human(b))
+            }
             (Some(p), Some(w), Some(b)) => format!("{p}, {w}, {}", human(b)),
             (None, None, Some(b)) => human(b),
             _ => "not identified".into(),
@@ -152,9 +159,24 @@ fn describe(path: &Path, wp: &WorkflowPlan) -> String {
             human(p.need_bytes)
         );
     }
+    if !wp.changes.is_empty() {
+        let _ = writeln!(s, "Changes to the workflow (the plan below, node by node):");
+        for c in &wp.changes {
+            let _ = writeln!(s, "  - {}: {}", c.change, change_cost(c));
+        }
+    }
     if !wp.unmodelled_nodes.is_empty() {
         let _ = writeln!(s, "Not modelled: {}", wp.unmodelled_nodes.join(", "));
     }
     let _ = writeln!(s, "Assumes: {}", wp.assumes);
     s
+}
+
+/// "saves 5.2 GiB, 1.10× the time" for one workflow change.
+fn change_cost(c: &crate::plan::workflow::changes::WorkflowChange) -> String {
+    format!(
+        "saves {}, {:.2}× the time",
+        human(c.saves_bytes),
+        c.speed_factor
+    )
 }

@@ -13,6 +13,8 @@ pub trait FileDialog {
     fn open(&mut self, title: &str, extensions: &[&str]) -> Option<PathBuf>;
     /// A path to save to, proposing `file_name`.
     fn save(&mut self, title: &str, file_name: &str, extensions: &[&str]) -> Option<PathBuf>;
+    /// A folder.
+    fn folder(&mut self, title: &str) -> Option<PathBuf>;
 }
 
 /// The desktop's own dialog (XDG portal, or zenity), through rfd.
@@ -28,6 +30,10 @@ impl FileDialog for NativeDialog {
             .set_title(title)
             .set_file_name(file_name);
         with_filter(d, extensions).save_file()
+    }
+
+    fn folder(&mut self, title: &str) -> Option<PathBuf> {
+        rfd::FileDialog::new().set_title(title).pick_folder()
     }
 }
 

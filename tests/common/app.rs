@@ -61,4 +61,7 @@ impl FileDialog for Picks {
     fn save(&mut self, _: &str, _: &str, _: &[&str]) -> Option<PathBuf> {
         Some(self.0.clone())
     }
+    fn folder(&mut self, _: &str) -> Option<PathBuf> {
+        Some(self.0.clone())
+    }
 }

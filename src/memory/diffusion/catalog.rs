@@ -46,6 +46,9 @@ pub struct Part {
     /// The release file names ComfyUI users load this part from (see `comfy_files` below).
     #[serde(default)]
     pub comfy_files: Vec<String>,
+    /// Tensor names a file of this part holds (see `header_tensors` below).
+    #[serde(default)]
+    pub header_tensors: Vec<String>,
     pub source: String,
 }
 
@@ -92,6 +95,11 @@ pub struct DiffusionModel {
     /// token with a workflow's file names (`plan::workflow::files`).
     #[serde(default)]
     pub comfy_files: Vec<String>,
+    /// Tensor names every file of this model holds, as ComfyUI's model detection tells
+    /// architectures apart (`plan::workflow::headers`): a file whose header has them all is
+    /// of this family, its exact parameter count says which member.
+    #[serde(default)]
+    pub header_tensors: Vec<String>,
     pub source: String,
 }
 

@@ -133,10 +133,14 @@ pub fn format_in_name(name: &str) -> Option<WeightFormat> {
     }
 }
 
-/// The user's answers for names the catalog does not know: `NAME=PRESET` pairs
-/// (`--comfy-file`), the name compared without folders, case-insensitively.
+/// What the user says about a workflow's files: `NAME=PRESET` pairs for names the catalog does
+/// not know (`--comfy-file`, the name compared without folders, case-insensitively), and the
+/// ComfyUI models folder whose files' headers say exactly what each is (`--comfy-models`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Answers(Vec<(String, String)>);
+pub struct Answers {
+    pairs: Vec<(String, String)>,
+    pub models: Option<super::headers::ModelsDir>,
+}
 
 impl Answers {
     /// Parses `NAME=PRESET` pairs; each preset must be a diffusion model or part id.
@@ -164,14 +168,23 @@ impl Answers {
             };
             out.push((stem(name.trim()).to_ascii_lowercase(), id));
         }
-        Ok(Answers(out))
+        Ok(Answers {
+            pairs: out,
+            models: None,
+        })
+    }
+
+    /// The same answers with the files looked up in a ComfyUI models folder.
+    pub fn with_models(mut self, dir: super::headers::ModelsDir) -> Self {
+        self.models = Some(dir);
+        self
     }
 
     /// The catalog id given for `name` that is of the wanted kind.
     pub fn get(&self, name: &str, want: Want) -> Option<&str> {
         let key = stem(name).to_ascii_lowercase();
         let cat = DiffusionCatalog::get();
-        self.0
+        self.pairs
             .iter()
             .filter(|(n, _)| *n == key)
             .map(|(_, id)| id.as_str())

@@ -9,15 +9,17 @@
 //! and unloads models between them (comfy/model_management.py `load_models_gpu` frees memory
 //! for the next model only when it is needed), so the workflow's peak is the largest pass's.
 
+pub mod changes;
 pub mod files;
 pub mod graph;
+pub mod headers;
 
 use crate::import::comfy::nodes::{self, Role};
 use crate::import::comfy::{Format, Node, Workflow};
 use crate::memory::diffusion::parts::{denoiser_bytes, text_encoder_bytes};
 use crate::memory::diffusion::residency::{Stage, place};
 use crate::memory::diffusion::{
-    Bus, DiffusionCatalog, DiffusionWorkload, ModelKind, Part, VramMode,
+    Bus, DiffusionCatalog, DiffusionModel, DiffusionWorkload, ModelKind, Part, VramMode,
 };
 use crate::types::dtype::WeightFormat;
 use crate::types::options::Engine;
@@ -60,6 +62,10 @@ pub struct LoadedFile {
     /// Weight bytes on the GPU when loaded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// Identified from the file's header in the models folder (`--comfy-models`), its
+    /// parameters counted there; otherwise from its name.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub from_header: bool,
 }
 
 /// One sampling pass.
@@ -69,6 +75,13 @@ pub struct Pass {
     pub node: String,
     pub class_type: String,
     pub model: String,
+    /// The checkpoint or UNet loader of its model.
+    pub loader_node: String,
+    /// The node that made its latent (EmptyLatentImage …).
+    pub latent_node: String,
+    /// The nodes its text encoders come from (CLIP loaders, or the checkpoint).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub text_encoder_nodes: Vec<String>,
     pub width: u32,
     pub height: u32,
     pub frames: u32,
@@ -113,6 +126,9 @@ pub struct WorkflowPlan {
     /// The stage and node of the workflow's peak.
     pub peak_stage: &'static str,
     pub peak_node: String,
+    /// The plan's fixes for the peak pass as changes to the workflow, cheapest plan first;
+    /// empty when it fits as it is.
+    pub changes: Vec<changes::WorkflowChange>,
     /// The ComfyUI memory behaviour the plan assumes, one line.
     pub assumes: String,
     pub warnings: Vec<String>,
@@ -137,7 +153,7 @@ fn shown(n: &Node) -> String {
 }
 
 /// The file names a loader node loads, with the kind each one is.
-fn loader_files(n: &Node) -> Vec<(String, Want)> {
+pub(crate) fn loader_files(n: &Node) -> Vec<(String, Want)> {
     let role = graph::role(n);
     let names: &[&str] = match role {
         Some(Role::Checkpoint) => &["ckpt_name"],
@@ -176,14 +192,6 @@ fn is_tiny_vae(name: &str) -> bool {
         .any(|t| matches!(t.as_str(), "taesd" | "taesdxl" | "taesd3" | "taef1"))
 }
 
-/// The catalog id of a file, from the user's answers or its name.
-fn id_of(name: &str, want: Want, answers: &Answers) -> Option<String> {
-    answers
-        .get(name, want)
-        .or_else(|| identify(name, want))
-        .map(str::to_string)
-}
-
 /// The planner's reading of one workflow on one card.
 struct Planner<'a> {
     w: &'a Workflow,
@@ -191,6 +199,9 @@ struct Planner<'a> {
     bus: Bus,
     launch: &'a Launch,
     answers: &'a Answers,
+    /// The files found in the models folder (`--comfy-models`), by the name the workflow
+    /// gives, with what their headers say.
+    headers: std::collections::BTreeMap<String, headers::Identified>,
     warnings: Vec<String>,
 }
 
@@ -203,6 +214,101 @@ struct LoadedModel {
 }
 
 impl<'a> Planner<'a> {
+    /// The catalog id of a file: the user's answer, else what its header says, else its name.
+    fn id_of(&self, name: &str, want: Want) -> Option<String> {
+        self.answers
+            .get(name, want)
+            .map(str::to_string)
+            .or_else(|| self.headers.get(name).map(|h| h.id.clone()))
+            .or_else(|| identify(name, want).map(str::to_string))
+    }
+
+    /// The storage format of a file: its header's, else the one its name states.
+    fn stated(&self, name: &str) -> Option<WeightFormat> {
+        self.headers
+            .get(name)
+            .map(|h| h.weights)
+            .or_else(|| format_in_name(name))
+    }
+
+    /// A model with its denoiser's parameters counted in the file's header when it was read.
+    fn model_as_loaded(&self, model: &DiffusionModel, file: &str) -> DiffusionModel {
+        let mut m = model.clone();
+        if let Some(h) = self.headers.get(file).filter(|h| h.id == model.id) {
+            m.params = h.params as f64;
+        }
+        m
+    }
+
+    /// A part with its parameters counted in the file's header when it was read.
+    fn part_as_loaded(&self, part: &Part, file: &str) -> Part {
+        let mut p = part.clone();
+        if let Some(h) = self.headers.get(file).filter(|h| h.id == part.id) {
+            p.params = h.params as f64;
+        }
+        p
+    }
+
+    /// Reads the header of every model file the workflow's loaders name in the models folder
+    /// (`--comfy-models`). A file not there is reported and identified by its name; a file
+    /// whose header matches no preset is asked for (a model) or reported (an encoder or VAE,
+    /// then planned as the model's own), unless the user named its preset.
+    fn read_headers(&mut self) -> Result<(), String> {
+        let Some(dir) = self.answers.models.as_ref() else {
+            return Ok(());
+        };
+        for n in self.w.nodes.values() {
+            let Some(role) = graph::role(n) else { continue };
+            if !matches!(
+                role,
+                Role::Checkpoint | Role::Unet | Role::UnetGguf | Role::Clip | Role::Vae
+            ) {
+                continue;
+            }
+            for (file, want) in loader_files(n) {
+                if self.headers.contains_key(&file) || is_tiny_vae(&file) {
+                    continue;
+                }
+                let Some(path) = dir.find(role, want, &file) else {
+                    self.warnings.push(format!(
+                        "{}: '{}' is not in {}; identified by its name only",
+                        shown(n),
+                        crate::printable::printable_cut(&file, 120),
+                        dir.looked_in(role, want)
+                    ));
+                    continue;
+                };
+                match headers::identify(&path, want) {
+                    Ok(h) => {
+                        if let Some(by_name) = identify(&file, want).filter(|i| *i != h.id) {
+                            self.warnings.push(format!(
+                                "{}: '{}' is named like {by_name} but its header is {}'s; planned as {}",
+                                shown(n),
+                                crate::printable::printable_cut(&file, 120),
+                                h.id,
+                                h.id
+                            ));
+                        }
+                        self.headers.insert(file, h);
+                    }
+                    Err(_) if self.answers.get(&file, want).is_some() => {}
+                    Err(e) if want == Want::Model => {
+                        return Err(format!(
+                            "{} loads {e}; say which it is with --comfy-file '{}=PRESET' (presets: `vram-doctor presets list diffusion`)",
+                            shown(n),
+                            crate::printable::printable_cut(files::stem(&file), 120)
+                        ));
+                    }
+                    Err(e) => self.warnings.push(format!(
+                        "{}: {e}; planned as the model's own — say which it is with --comfy-file FILE=PRESET",
+                        shown(n)
+                    )),
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn sixteen(&self) -> WeightFormat {
         if self.gpu.bf16 {
             WeightFormat::Bf16
@@ -217,7 +323,7 @@ impl<'a> Planner<'a> {
             .next()
             .map(|(f, _)| f)
             .ok_or_else(|| format!("{} names no model file", shown(loader)))?;
-        let id = id_of(&name, Want::Model, self.answers).ok_or_else(|| {
+        let id = self.id_of(&name, Want::Model).ok_or_else(|| {
             format!(
                 "{} loads '{}', which is not a model the planner knows; say which it is with --comfy-file '{}=PRESET' (presets: `vram-doctor presets list diffusion`)",
                 shown(loader),
@@ -225,7 +331,7 @@ impl<'a> Planner<'a> {
                 crate::printable::printable_cut(files::stem(&name), 120)
             )
         })?;
-        let stated = format_in_name(&name);
+        let stated = self.stated(&name);
         // UNETLoader weight_dtype fp8_e4m3fn / fp8_e4m3fn_fast / fp8_e5m2 stores the weights in
         // fp8 whatever the file holds (ComfyUI nodes.py UNETLoader.load_unet).
         let cast = loader
@@ -291,12 +397,13 @@ impl<'a> Planner<'a> {
                 Some(Role::Clip) => {
                     on_cpu |= n.text("device") == Some("cpu");
                     for (file, _) in loader_files(n) {
-                        match id_of(&file, Want::TextEncoder, self.answers)
+                        match self
+                            .id_of(&file, Want::TextEncoder)
                             .and_then(|id| cat.part(&id))
                         {
                             Some(p) => {
-                                parts.push(p.clone());
-                                formats.push(match format_in_name(&file) {
+                                parts.push(self.part_as_loaded(p, &file));
+                                formats.push(match self.stated(&file) {
                                     Some(WeightFormat::Fp32) | None => sixteen,
                                     Some(f) => f,
                                 });
@@ -369,10 +476,11 @@ impl<'a> Planner<'a> {
         if is_tiny_vae(&file) {
             return (default.clone(), true);
         }
-        match id_of(&file, Want::Vae, self.answers)
-            .and_then(|i| DiffusionCatalog::get().part(&i).cloned())
+        match self
+            .id_of(&file, Want::Vae)
+            .and_then(|i| DiffusionCatalog::get().part(&i))
         {
-            Some(p) => (p, false),
+            Some(p) => (self.part_as_loaded(p, &file), false),
             None => {
                 self.warnings.push(format!(
                     "VAE '{}' ({}) is not one the planner knows; planned as {} — say which it is with --comfy-file FILE=PRESET",
@@ -480,6 +588,9 @@ impl<'a> Planner<'a> {
         })?;
         let m = self.model(loader)?;
         let mut wl = DiffusionWorkload::for_preset(self.gpu.clone(), self.bus, &m.id)?;
+        if let Some((file, _)) = loader_files(loader).into_iter().next() {
+            wl.model = self.model_as_loaded(&wl.model, &file);
+        }
         let (cfg, cond_links) = self.guidance(s, wl.model.cfg);
         let cond = graph::conditioning(w, &cond_links);
         let ckpt = (graph::role(loader) == Some(Role::Checkpoint)).then_some(&m);
@@ -573,6 +684,19 @@ impl<'a> Planner<'a> {
             node: s.id.clone(),
             class_type: s.class_type.clone(),
             model: wl.model.id.clone(),
+            loader_node: loader.id.clone(),
+            latent_node: lat.source.clone(),
+            text_encoder_nodes: cond
+                .iter()
+                .filter(|(n, slot)| match graph::role(n) {
+                    Some(Role::Clip) => true,
+                    Some(Role::Checkpoint) => *slot == 1,
+                    _ => false,
+                })
+                .map(|(n, _)| n.id.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
             width: wl.run.width,
             height: wl.run.height,
             frames: wl.run.frames,
@@ -632,27 +756,35 @@ fn loaded_bytes(p: &Planner, n: &Node, passes: &[Pass]) -> Vec<LoadedFile> {
                 preset: None,
                 weights: None,
                 bytes: None,
+                from_header: false,
             };
             match graph::role(n) {
                 Some(Role::Checkpoint | Role::Unet | Role::UnetGguf) => {
                     if let Ok(m) = p.model(n)
                         && let Ok(model) = cat.model(&m.id)
                     {
-                        f.bytes = Some(denoiser_bytes(model, m.weights, e) as u64);
+                        let model = p.model_as_loaded(model, &file);
+                        f.from_header = p.headers.contains_key(&file);
+                        f.bytes = Some(denoiser_bytes(&model, m.weights, e) as u64);
                         f.weights = Some(m.weights.to_string());
                         f.preset = Some(m.id);
                     }
                 }
                 Some(Role::Clip | Role::Vae) => {
-                    if let Some(part) = id_of(&file, want, p.answers).and_then(|i| cat.part(&i)) {
-                        let fmt = match format_in_name(&file) {
+                    if let Some(part) = p
+                        .id_of(&file, want)
+                        .and_then(|i| cat.part(&i))
+                        .map(|part| p.part_as_loaded(part, &file))
+                    {
+                        f.from_header = p.headers.contains_key(&file);
+                        let fmt = match p.stated(&file) {
                             Some(WeightFormat::Fp32) | None => sixteen,
                             Some(x) => x,
                         };
                         f.bytes = Some(if want == Want::Vae {
                             (part.params * 2.0) as u64
                         } else {
-                            text_encoder_bytes(part, fmt, e) as u64
+                            text_encoder_bytes(&part, fmt, e) as u64
                         });
                         f.weights = Some(fmt.to_string());
                         f.preset = Some(part.id.clone());
@@ -698,8 +830,10 @@ pub fn plan(
         bus,
         launch,
         answers,
+        headers: Default::default(),
         warnings: w.notes.clone(),
     };
+    p.read_headers()?;
     let decodes: Vec<&Node> = w
         .nodes
         .values()
@@ -739,10 +873,10 @@ pub fn plan(
         ));
     }
     let mut nodes_out = Vec::new();
-    let mut unmodelled = Vec::new();
+    let not_modelled = unmodelled(w);
     for n in w.nodes.values() {
         match graph::role(n) {
-            None => unmodelled.push(format!("{} {}", n.id, n.class_type)),
+            None => {}
             Some(Role::ClipVision | Role::UpscaleModel | Role::Encode) => {
                 p.warnings.push(format!(
                     "{}: its memory is not counted in the plan yet",
@@ -753,10 +887,10 @@ pub fn plan(
             Some(_) => nodes_out.extend(loaded_bytes(&p, n, &passes)),
         }
     }
-    if !unmodelled.is_empty() {
+    if !not_modelled.is_empty() {
         p.warnings.push(format!(
             "not modelled (custom or unknown nodes, their memory is not counted): {}",
-            unmodelled.join(", ")
+            not_modelled.join(", ")
         ));
     }
     let launch_line = format!(
@@ -771,17 +905,30 @@ pub fn plan(
         crate::units::human(passes[peak_pass].workload.run.reserve_vram_bytes)
     );
     let peak = &passes[peak_pass];
-    Ok(WorkflowPlan {
+    let mut out = WorkflowPlan {
         format: w.format,
         nodes: nodes_out,
-        unmodelled_nodes: unmodelled,
+        unmodelled_nodes: not_modelled,
         peak_stage: peak.peak_stage,
         peak_node: peak.peak_node.clone(),
         passes,
         peak_pass,
+        changes: Vec::new(),
         assumes: launch_line,
         warnings: p.warnings,
-    })
+    };
+    out.changes = changes::of(w, &out);
+    Ok(out)
+}
+
+/// The nodes of a workflow the planner does not know, as "id ClassType" (custom nodes, newer
+/// core nodes): reported, never dropped.
+pub fn unmodelled(w: &Workflow) -> Vec<String> {
+    w.nodes
+        .values()
+        .filter(|n| graph::role(n).is_none())
+        .map(|n| format!("{} {}", n.id, n.class_type))
+        .collect()
 }
 
 /// How many samplers a sampler's latent passes through before it (0 for the first pass).

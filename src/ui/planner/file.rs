@@ -43,15 +43,29 @@ impl PlannerView {
         {
             self.open_model();
         }
-        if ui
-            .button(tr("Open ComfyUI workflow…"))
-            .on_hover_text(tr(
-                "A workflow saved by ComfyUI (UI or API JSON, or a PNG with it embedded): its models and the pass where memory peaks",
-            ))
-            .clicked()
-        {
-            self.open_workflow();
-        }
+        ui.horizontal(|ui| {
+            if ui
+                .button(tr("Open ComfyUI workflow…"))
+                .on_hover_text(tr(
+                    "A workflow saved by ComfyUI (UI or API JSON, or a PNG with it embedded): its models and the pass where memory peaks",
+                ))
+                .clicked()
+            {
+                self.open_workflow();
+            }
+            if ui
+                .button(tr("ComfyUI models folder…"))
+                .on_hover_text(tr(
+                    "ComfyUI's folder (or its models folder): each file a workflow names is identified exactly from its header there, not from its name",
+                ))
+                .clicked()
+            {
+                self.pick_comfy_models();
+            }
+            if let Some(d) = &self.comfy_models {
+                ui.weak(d.display().to_string());
+            }
+        });
         for line in &self.workflow_lines {
             ui.label(line);
         }
@@ -145,6 +159,23 @@ impl PlannerView {
         }
     }
 
+    /// "ComfyUI models folder…": checked now, kept for every workflow opened after.
+    fn pick_comfy_models(&mut self) {
+        let Some(dir) = self.dialogs.0.folder(tr("ComfyUI's models folder")) else {
+            return;
+        };
+        self.status = Some(
+            crate::plan::workflow::headers::ModelsDir::open(&dir).map(|m| {
+                let msg = trf(
+                    "Workflow files are looked up in {path}",
+                    &[("path", &m.root.display())],
+                );
+                self.comfy_models = Some(dir);
+                msg
+            }),
+        );
+    }
+
     /// "Open ComfyUI workflow…".
     fn open_workflow(&mut self) {
         if let Some(path) = self
@@ -173,7 +204,11 @@ impl PlannerView {
                     r.other_processes_gib.unwrap_or(0.0),
                 ),
             };
-            crate::plan::workflow::plan(&wf, gpu, bus, &launch, &Default::default())
+            let mut answers = crate::plan::workflow::files::Answers::default();
+            if let Some(d) = &self.comfy_models {
+                answers = answers.with_models(crate::plan::workflow::headers::ModelsDir::open(d)?);
+            }
+            crate::plan::workflow::plan(&wf, gpu, bus, &launch, &answers)
         });
         let wp = match planned {
             Ok(wp) => wp,
@@ -257,6 +292,10 @@ fn workflow_lines(wp: &crate::plan::workflow::WorkflowPlan) -> Vec<String> {
     let mut out = vec![tr("Models the workflow loads:").to_string()];
     for n in &wp.nodes {
         let what = match (&n.preset, n.bytes) {
+            (Some(p), Some(b)) if n.from_header => trf(
+                "{preset}, {bytes} (from its header)",
+                &[("preset", p), ("bytes", &human(b))],
+            ),
             (Some(p), Some(b)) => format!("{p}, {}", human(b)),
             (None, Some(b)) => human(b),
             _ => tr("not identified").to_string(),
@@ -273,6 +312,19 @@ fn workflow_lines(wp: &crate::plan::workflow::WorkflowPlan) -> Vec<String> {
                 ("h", &p.height),
                 ("batch", &p.batch),
                 ("need", &human(p.need_bytes)),
+            ],
+        ));
+    }
+    if !wp.changes.is_empty() {
+        out.push(tr("Changes to the workflow that make it fit:").to_string());
+    }
+    for c in &wp.changes {
+        out.push(trf(
+            "{change}: saves {saves}, {speed}× the time",
+            &[
+                ("change", &c.change),
+                ("saves", &human(c.saves_bytes)),
+                ("speed", &format!("{:.2}", c.speed_factor)),
             ],
         ));
     }

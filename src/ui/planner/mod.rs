@@ -52,6 +52,9 @@ pub struct PlannerView {
     pub workload: WorkloadFile,
     /// The file it was last opened from or saved to.
     pub path: Option<PathBuf>,
+    /// ComfyUI's models folder, where a workflow's files are identified from their headers
+    /// (as `plan --comfy-models`); kept between sessions.
+    pub comfy_models: Option<PathBuf>,
     /// The export format chosen under the plan, and its rendered text.
     pub export: ExportView,
     /// The other kinds' models and knobs.
@@ -158,6 +161,7 @@ impl Default for PlannerView {
         PlannerView {
             workload,
             path: None,
+            comfy_models: None,
             export: ExportView::default(),
             parked: Parked::default(),
             model_filter: String::new(),
