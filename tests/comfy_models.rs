@@ -244,3 +244,54 @@ fn cli_takes_the_models_folder() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a folder"));
 }
+
+/// Writes a GGUF (version 3, no metadata) of Q8_0 tensors: `keys` of one 32-weight block each
+/// and one more making `params` weights (a multiple of 32), ggml's 34 bytes per block.
+fn gguf_q8_file(path: &Path, keys: &[&str], params: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut tensors: Vec<(String, u64)> = keys.iter().map(|k| (k.to_string(), 32)).collect();
+    tensors.push(("rest.weight".into(), params - 32 * keys.len() as u64));
+    let mut h = b"GGUF".to_vec();
+    h.extend(3u32.to_le_bytes());
+    h.extend((tensors.len() as u64).to_le_bytes());
+    h.extend(0u64.to_le_bytes());
+    let mut offset = 0u64;
+    for (name, n) in &tensors {
+        h.extend((name.len() as u64).to_le_bytes());
+        h.extend(name.as_bytes());
+        h.extend(1u32.to_le_bytes());
+        h.extend(n.to_le_bytes());
+        h.extend(8u32.to_le_bytes()); // GGML_TYPE_Q8_0
+        h.extend(offset.to_le_bytes());
+        offset += (n / 32 * 34).div_ceil(32) * 32;
+    }
+    let data_start = (h.len() as u64).div_ceil(32) * 32;
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(&h).unwrap();
+    f.set_len(data_start + offset).unwrap();
+}
+
+#[test]
+fn a_gguf_header_gives_its_quantization() {
+    let d = tempfile::tempdir().unwrap();
+    // Named Q4_K_S, but its tensors are Q8_0: the header's type is the one planned.
+    gguf_q8_file(
+        &d.path().join("models/unet/flux1-dev-Q4_K_S.gguf"),
+        &FLUX_DEV,
+        catalog_params("flux-dev"),
+    );
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/comfy/flux_gguf.api.json"),
+    )
+    .unwrap();
+    let w = comfy::parse(text.as_bytes()).unwrap();
+    let p = planned(&w, d.path()).unwrap();
+    assert_eq!(p.passes[0].model, "flux-dev");
+    assert_eq!(p.passes[0].workload.run.weights.to_string(), "q8_0");
+    let unet = p
+        .nodes
+        .iter()
+        .find(|n| n.file == "flux1-dev-Q4_K_S.gguf")
+        .unwrap();
+    assert!(unet.from_header, "{unet:?}");
+}
