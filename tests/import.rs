@@ -192,6 +192,13 @@ fn config_counts_round_to_published_sizes() {
         // of 3,935,625,472, eh_proj 2h→h, enorm, hnorm and the shared head's norm, with its own
         // embeddings and head of 775,946,240 each) — 5.54B in all.
         ("glm-4.5.json", 358e9 - 5.54e9, 0.5e9),
+        // BAAI/bge-m3, an XLM-RoBERTa encoder (XLMRobertaModel with its pooler, 8194
+        // positions): the Hub lists 568M (not re-read in a source here, see SOURCES.md);
+        // transformers counts the same 567,754,752 (tests/hf_oracle.rs).
+        ("bge-m3.json", 568e6, 0.5e6),
+        // ibm-fms/Bamba-9B: transformers' Bamba page gives "9B (9.78B)"; 29 Mamba 2 blocks and
+        // attention in blocks 9, 18 and 27.
+        ("bamba-9b.json", 9.78e9, 0.005e9),
         // Hub "31.07B": Qwen3-VL MoE text model (128 experts, 8 per token) and its ViT.
         ("qwen3-vl-30b-a3b-instruct.json", 31.07e9, 0.005e9),
     ];
@@ -422,6 +429,15 @@ fn layer_types_set_the_window_for_any_type() {
     let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
     assert_eq!(m.arch.sliding_window, Some(128));
     assert_eq!(m.arch.global_every, Some(2));
+}
+
+/// ModernBERT (answerdotai/ModernBERT-base, 149M) is an encoder this program does not count
+/// yet (GLU MLP, bias-free LayerNorms, no norm before the first block's attention): refused by
+/// its type, never counted as BERT or as a decoder.
+#[test]
+fn modernbert_is_refused_by_name() {
+    let e = imp::import_model(&config_path("modernbert-base.json")).unwrap_err();
+    assert!(e.contains("\"modernbert\""), "{e}");
 }
 
 /// The published Qwen3-Next config gives `full_attention_interval`, not `layer_types`: only

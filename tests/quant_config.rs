@@ -619,7 +619,8 @@ fn inspect_and_plan_use_the_stored_bytes_or_exit_2() {
 
 /// Every real config in tests/data/configs: `plan` resolves the same parameter count and the
 /// same weight format as `inspect` reports, and the weight bytes `inspect` reads from a
-/// quantization_config are the ones `plan` uses.
+/// quantization_config are the ones `plan` uses. A config the importer refuses (exit 2, the
+/// feature named) is refused by `plan` too, with the same words.
 #[test]
 fn inspect_and_plan_agree_on_every_config() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/configs");
@@ -630,11 +631,10 @@ fn inspect_and_plan_agree_on_every_config() {
         .collect();
     files.sort();
     assert!(files.len() >= 30, "{} configs", files.len());
+    let mut refused = 0;
     for f in &files {
         let path = f.to_str().unwrap();
-        let out = cli(&["inspect", "--json", path]);
-        assert!(out.status.success(), "{path}: inspect failed");
-        let inspected: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let inspect = cli(&["inspect", "--json", path]);
         let out = cli(&[
             "plan",
             "--model-file",
@@ -645,6 +645,26 @@ fn inspect_and_plan_agree_on_every_config() {
             "256",
             "--print-resolved",
         ]);
+        if inspect.status.code() == Some(2) {
+            let why = String::from_utf8_lossy(&inspect.stderr).trim().to_string();
+            assert!(
+                why.contains("not"),
+                "{path}: a refusal that names nothing: {why}"
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{path}: inspect refused, plan did not"
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains(why.trim_start_matches("error: ")),
+                "{path}: plan refused for another reason than inspect's {why}"
+            );
+            refused += 1;
+            continue;
+        }
+        assert!(inspect.status.success(), "{path}: inspect failed");
+        let inspected: Value = serde_json::from_slice(&inspect.stdout).unwrap();
         assert!(
             out.status.success(),
             "{path}: {}",
@@ -666,4 +686,10 @@ fn inspect_and_plan_agree_on_every_config() {
             );
         }
     }
+    // The folder is there to be counted: a refusal is the exception.
+    assert!(
+        refused * 4 < files.len(),
+        "{refused} of {} configs refused",
+        files.len()
+    );
 }
