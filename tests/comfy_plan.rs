@@ -258,6 +258,32 @@ fn launch_flags_and_unknown_files() {
     let p = plan(&w, gpu(12.0), Bus::default(), &low, &Answers::default()).unwrap();
     assert!(p.assumes.contains("--lowvram"));
     assert_eq!(p.peak().workload.run.vram_mode, VramMode::Low);
+    // The plan names the memory mode it assumes and why (comfy/cli_args.py
+    // `enables_dynamic_vram`, main.py `dynamic_vram_supported`).
+    let p = plan(
+        &w,
+        gpu(12.0),
+        Bus::default(),
+        &Launch::default(),
+        &Answers::default(),
+    )
+    .unwrap();
+    assert!(
+        p.assumes
+            .contains("dynamic VRAM (ComfyUI default on NVIDIA with PyTorch ≥ 2.8"),
+        "{}",
+        p.assumes
+    );
+    let high = Launch {
+        vram_mode: VramMode::High,
+        ..Launch::default()
+    };
+    let p = plan(&w, gpu(12.0), Bus::default(), &high, &Answers::default()).unwrap();
+    assert!(
+        p.assumes.contains("--highvram turns dynamic VRAM off"),
+        "{}",
+        p.assumes
+    );
 
     // A model file the catalog does not know is asked for, naming the node and the file.
     let text = std::fs::read_to_string(data("flux_split_loaders.api.json"))

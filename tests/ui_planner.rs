@@ -282,9 +282,18 @@ fn diffusion_toggles_write_the_workload() {
         h.state().workload.run.vram_mode.map(|m| m.as_str()),
         Some("lowvram")
     );
-    // The export section follows the kind: ComfyUI's launch line, with the chosen mode.
+    // The export section follows the kind: ComfyUI's launch line, with the chosen mode; with
+    // dynamic VRAM (the default) the plan notes that the flag does nothing.
     h.get_by_label_contains("python main.py");
-    h.get_by_label_contains("--lowvram");
+    let lines: Vec<String> = h
+        .get_all_by_label_contains("--lowvram")
+        .map(|n| format!("{:?} {:?}", n.accesskit_node().label(), n.value()))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains("python main.py"))
+            && lines.iter().any(|l| l.contains("--lowvram does nothing")),
+        "{lines:?}"
+    );
     h.get_by_role_and_label(Role::ComboBox, "Engine").click();
     h.run();
     h.get_by_label("diffusers").click();

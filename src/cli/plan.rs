@@ -174,9 +174,22 @@ pub struct PlanArgs {
     /// An IP-Adapter with its image encoder.
     #[arg(long)]
     pub ip_adapter: bool,
-    /// ComfyUI --reserve-vram, GiB.
+    /// ComfyUI --reserve-vram, GiB (default: ComfyUI's for the memory mode and --os).
     #[arg(long)]
     pub reserve_vram_gib: Option<f64>,
+    /// ComfyUI dynamic VRAM: auto (neither flag, ComfyUI decides), on (--enable-dynamic-vram),
+    /// off (--disable-dynamic-vram).
+    #[arg(long)]
+    pub dynamic_vram: Option<crate::types::options::DynamicVram>,
+    /// ComfyUI --vram-headroom, GiB (dynamic VRAM only).
+    #[arg(long)]
+    pub vram_headroom_gib: Option<f64>,
+    /// The PyTorch version ComfyUI runs on ("2.7.1"); dynamic VRAM needs 2.8 or later.
+    #[arg(long)]
+    pub torch_version: Option<String>,
+    /// The OS ComfyUI runs on: windows linux (its default reserve differs).
+    #[arg(long)]
+    pub os: Option<crate::types::options::Os>,
     // Games (task game).
     /// A game preset (see `vram-doctor presets list games`); implies --task game.
     #[arg(long)]
@@ -275,6 +288,10 @@ impl PlanArgs {
         set(&mut r.controlnets, self.controlnets);
         set(&mut r.ip_adapter, self.ip_adapter.then_some(true));
         set(&mut r.reserve_vram_gib, self.reserve_vram_gib);
+        set(&mut r.dynamic_vram, self.dynamic_vram);
+        set(&mut r.vram_headroom_gib, self.vram_headroom_gib);
+        set(&mut r.torch_version, self.torch_version.clone());
+        set(&mut r.os, self.os);
         set(&mut r.resolution, self.resolution.clone());
         set(&mut r.texture_quality, self.texture_quality.clone());
         set(&mut r.ray_tracing, self.rt.then_some(true));
@@ -568,6 +585,16 @@ pub fn render(title: &str, r: &PlanResult) -> String {
         }
     }
     let _ = writeln!(s, "Why: {}", p.why);
+    // A ComfyUI plan names the memory mode it assumes (plan::diffusion `comfyui_memory`).
+    if let Some(why) = p
+        .details
+        .as_ref()
+        .and_then(|d| d.get("comfyui_memory"))
+        .and_then(|m| m.get("why"))
+        .and_then(serde_json::Value::as_str)
+    {
+        let _ = writeln!(s, "Assumes: ComfyUI with {why}");
+    }
     let mut limits = Vec::new();
     if let Some(b) = p.max_batch {
         limits.push(format!("largest batch {b}"));

@@ -45,18 +45,6 @@ fn refuse_run_flags(a: &PlanArgs) -> Result<(), String> {
     }
 }
 
-fn gib_flag(flag: &str, v: Option<f64>) -> Result<Option<u64>, String> {
-    match v {
-        None => Ok(None),
-        Some(x) if x.is_finite() && (0.0..=4096.0).contains(&x) => {
-            Ok(Some(crate::units::gib_to_bytes(x)))
-        }
-        Some(x) => Err(format!(
-            "{flag} {x} is out of range; allowed 0..=4096 (GiB)"
-        )),
-    }
-}
-
 pub fn run(a: &PlanArgs, path: &Path) -> Result<(), CliError> {
     refuse_run_flags(a)?;
     let mut answers = Answers::parse(&a.comfy_file)?;
@@ -67,13 +55,7 @@ pub fn run(a: &PlanArgs, path: &Path) -> Result<(), CliError> {
     let f = a.workload_file()?;
     let gpu = f.gpu.resolve()?;
     let bus = bus_for(&gpu);
-    let launch = Launch {
-        vram_mode: a
-            .vram_mode
-            .unwrap_or(crate::memory::diffusion::VramMode::Normal),
-        reserve_vram_bytes: gib_flag("--reserve-vram-gib", a.reserve_vram_gib)?,
-        other_processes_bytes: gib_flag("--other-gib", a.other_gib)?.unwrap_or(0),
-    };
+    let launch = Launch::from_fields(&f.run)?;
     let wp = crate::plan::workflow::plan(&wf, gpu, bus, &launch, &answers)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let peak = AnyWorkload::Diffusion(wp.peak().workload.clone());

@@ -1,11 +1,12 @@
 //! ComfyUI launch flags and the nodes to use. Flags from ComfyUI `comfy/cli_args.py`: the VRAM
-//! modes (`--lowvram`, `--novram`, `--highvram`, `--gpu-only`), `--reserve-vram`, VAE
+//! modes (`--lowvram`, `--novram`, `--highvram`, `--gpu-only`), dynamic VRAM
+//! (`--enable-dynamic-vram`, `--disable-dynamic-vram`, `--vram-headroom`), `--reserve-vram`, VAE
 //! precision (`--bf16-vae`, `--fp32-vae`), fp8 storage (`--fp8_e4m3fn-unet`,
 //! `--fp8_e4m3fn-text-enc`). Node names are ComfyUI's built-ins (`VAEDecodeTiled`,
 //! `CLIPLoader`'s device input, `EmptyLatentImage`) and city96/ComfyUI-GGUF's `UnetLoaderGGUF`.
 
 use super::{command_line, comments};
-use crate::memory::diffusion::{DiffusionWorkload, VramMode};
+use crate::memory::diffusion::{DiffusionWorkload, DynamicVram, VramMode};
 use crate::types::dtype::WeightFormat;
 
 pub fn render(d: &DiffusionWorkload) -> String {
@@ -18,10 +19,24 @@ pub fn render(d: &DiffusionWorkload) -> String {
         VramMode::High => flags.push(("--highvram", None)),
         VramMode::GpuOnly => flags.push(("--gpu-only", None)),
     }
-    flags.push((
-        "--reserve-vram",
-        Some(format!("{:.1}", crate::units::gib(r.reserve_vram_bytes))),
-    ));
+    match r.dynamic_vram {
+        DynamicVram::Auto => {}
+        DynamicVram::On => flags.push(("--enable-dynamic-vram", None)),
+        DynamicVram::Off => flags.push(("--disable-dynamic-vram", None)),
+    }
+    // Only what the plan was given: ComfyUI's own default differs by mode and OS.
+    if let Some(b) = r.reserve_vram_bytes {
+        flags.push((
+            "--reserve-vram",
+            Some(format!("{:.2}", crate::units::gib(b))),
+        ));
+    }
+    if r.vram_headroom_bytes > 0 {
+        flags.push((
+            "--vram-headroom",
+            Some(format!("{:.2}", crate::units::gib(r.vram_headroom_bytes))),
+        ));
+    }
     if r.weights == WeightFormat::Fp8 {
         flags.push(("--fp8_e4m3fn-unet", None));
     }

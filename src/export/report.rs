@@ -228,9 +228,31 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                 setting(
                     "reserve_vram_bytes",
                     "Reserved VRAM (--reserve-vram)",
-                    human(r.reserve_vram_bytes),
+                    human(d.comfy_memory().map_or(0, |m| m.reserve_bytes)),
                     comfy,
                 ),
+                setting(
+                    "dynamic_vram",
+                    "ComfyUI memory mode",
+                    d.comfy_memory().map_or_else(String::new, |m| m.why),
+                    comfy,
+                ),
+                setting(
+                    "vram_headroom_bytes",
+                    "Dynamic VRAM headroom (--vram-headroom)",
+                    human(r.vram_headroom_bytes),
+                    comfy,
+                ),
+                setting(
+                    "torch",
+                    "PyTorch under ComfyUI",
+                    r.torch.map_or_else(
+                        || "not given (2.8 or later assumed)".to_string(),
+                        |(a, b)| format!("{a}.{b}"),
+                    ),
+                    comfy,
+                ),
+                setting("os", "Operating system", r.os, comfy),
                 others(r.other_processes_bytes),
             ]
         }

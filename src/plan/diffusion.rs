@@ -5,6 +5,7 @@
 //! loading runs, but every step then copies the rest of the model over PCIe, which the plan
 //! counts as a speed cost like any other strategy.
 
+use crate::memory::diffusion::comfy::{ComfyMemory, MemoryMode};
 use crate::memory::diffusion::residency::place;
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
 use crate::plan::verdict::diffusion_fits_with_margin;
@@ -108,7 +109,13 @@ impl Strategy {
             Strategy::Nf4Weights => !comfy && !wt.is_quantized(),
             Strategy::ModelOffload => !comfy && r.cpu_offload == CpuOffload::None,
             Strategy::SequentialOffload => !comfy && r.cpu_offload != CpuOffload::Sequential,
-            Strategy::LowVram => comfy && r.vram_mode == VramMode::Normal,
+            // A no-op with dynamic VRAM (comfy/cli_args.py `--lowvram` help).
+            Strategy::LowVram => {
+                comfy
+                    && r.vram_mode == VramMode::Normal
+                    && w.comfy_memory()
+                        .is_some_and(|m| m.mode == MemoryMode::Classic)
+            }
             Strategy::BatchOne => r.batch > 1,
         }
     }
@@ -202,6 +209,9 @@ pub struct DiffusionPlan {
     pub max_height: u32,
     pub max_batch: u32,
     pub why: String,
+    /// ComfyUI's memory mode the plan assumes, and why (absent for diffusers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comfyui_memory: Option<ComfyMemory>,
 }
 
 /// Fits whole in VRAM with the safety margin free (the verdict's rule), or, when `streamed`
@@ -333,6 +343,7 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
             max_height: mh,
             max_batch: max_batch(w),
             why: "no combination of up to three changes fits this card; lower the resolution or use a card with more memory".into(),
+            comfyui_memory: w.comfy_memory(),
             ..Default::default()
         };
     };
@@ -376,6 +387,7 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
         max_height: mh,
         max_batch: max_batch(&planned),
         why,
+        comfyui_memory: planned.comfy_memory(),
     }
 }
 
@@ -402,7 +414,7 @@ mod tests {
     #[test]
     fn flux_on_12_gb_prefers_quantized_weights_over_streaming() {
         let w = wl("flux-dev", 12.0, Engine::ComfyUi);
-        assert!(place(&w).partially_loaded);
+        assert!(place(&w).streamed_bytes > 0.0);
         let p = plan(&w);
         assert!(!p.fits_as_is && p.runs_streaming);
         assert!(p.strategies.iter().any(|s| s.weight_change()), "{p:?}");
@@ -424,6 +436,30 @@ mod tests {
             "sequential offload is the last resort: {p:?}"
         );
         assert!(p.required_bytes <= p.capacity_bytes);
+    }
+
+    /// `--lowvram` "Doesn't do anything if dynamic vram is enabled" (comfy/cli_args.py): never
+    /// offered then; with `--disable-dynamic-vram` it is. The plan names the mode it assumes.
+    #[test]
+    fn lowvram_is_offered_only_with_classic_loading() {
+        let w = wl("sdxl", 8.0, Engine::ComfyUi);
+        assert!(!Strategy::LowVram.applies(&w));
+        let m = plan(&w)
+            .comfyui_memory
+            .expect("a ComfyUI plan names its mode");
+        assert_eq!(m.mode, MemoryMode::Dynamic);
+        assert!(m.why.contains("ComfyUI default on NVIDIA"), "{}", m.why);
+        let mut c = w.clone();
+        c.run.dynamic_vram = crate::types::options::DynamicVram::Off;
+        assert!(Strategy::LowVram.applies(&c));
+        assert_eq!(
+            plan(&c).comfyui_memory.map(|m| m.mode),
+            Some(MemoryMode::Classic)
+        );
+        assert_eq!(
+            plan(&wl("sdxl", 8.0, Engine::Diffusers)).comfyui_memory,
+            None
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A workload file with `task = "diffusion"` → a checked `DiffusionWorkload`.
 
+use crate::memory::diffusion::comfy::parse_torch_version;
 use crate::memory::diffusion::parts::quantized_bytes_per_param;
 use crate::memory::diffusion::{Bus, DiffusionWorkload, ModelKind};
 use crate::types::dtype::WeightFormat;
@@ -46,6 +47,27 @@ pub fn bus_for(gpu: &GpuTarget) -> Bus {
             s.bandwidth_gbs
         },
     }
+}
+
+/// A size field in GiB, checked to 0..=4096; `None` when absent.
+pub fn gib_field(field: &str, v: Option<f64>) -> Result<Option<u64>, String> {
+    match v {
+        None => Ok(None),
+        Some(x) if x.is_finite() && (0.0..=4096.0).contains(&x) => Ok(Some(gib_to_bytes(x))),
+        Some(x) => Err(format!(
+            "{field} = {x} is out of range; allowed 0..=4096 (GiB)"
+        )),
+    }
+}
+
+/// `run.torch_version` ("2.7.1+cu128") as (major, minor); `None` when absent.
+pub fn torch_field(v: Option<&str>) -> Result<Option<(u32, u32)>, String> {
+    v.map(|v| {
+        parse_torch_version(v).ok_or_else(|| {
+            format!("run.torch_version = '{v}' is not a version; write it as PyTorch prints it, e.g. \"2.8.0\"")
+        })
+    })
+    .transpose()
 }
 
 /// Resolves `[model] preset` against the diffusion catalog and checks the `[run]` fields.
@@ -159,22 +181,17 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
             w.model.id
         ));
     }
-    let gib = |field: &str, v: Option<f64>, d: f64| -> Result<u64, String> {
-        let x = v.unwrap_or(d);
-        if x.is_finite() && (0.0..=4096.0).contains(&x) {
-            Ok(gib_to_bytes(x))
-        } else {
-            Err(format!(
-                "{field} = {x} is out of range; allowed 0..=4096 (GiB)"
-            ))
-        }
-    };
-    run.reserve_vram_bytes = gib(
-        "run.reserve_vram_gib",
-        r.reserve_vram_gib,
-        run.reserve_vram_bytes as f64 / crate::units::GIB,
-    )?;
-    run.other_processes_bytes = gib("run.other_processes_gib", r.other_processes_gib, 0.0)?;
+    run.reserve_vram_bytes = gib_field("run.reserve_vram_gib", r.reserve_vram_gib)?;
+    run.vram_headroom_bytes = gib_field("run.vram_headroom_gib", r.vram_headroom_gib)?.unwrap_or(0);
+    if let Some(d) = r.dynamic_vram {
+        run.dynamic_vram = d;
+    }
+    if let Some(o) = r.os {
+        run.os = o;
+    }
+    run.torch = torch_field(r.torch_version.as_deref())?;
+    run.other_processes_bytes =
+        gib_field("run.other_processes_gib", r.other_processes_gib)?.unwrap_or(0);
     Ok(w)
 }
 
@@ -236,12 +253,43 @@ mod tests {
             ),
             ("vram_mode = \"tiny\"\n", "run.vram_mode"),
             ("reserve_vram_gib = -1\n", "run.reserve_vram_gib"),
+            ("vram_headroom_gib = -2\n", "run.vram_headroom_gib"),
+            ("dynamic_vram = \"maybe\"\n", "run.dynamic_vram"),
+            ("torch_version = \"latest\"\n", "run.torch_version"),
+            ("os = \"beos\"\n", "run.os"),
         ] {
             let e = resolve_text(&format!("{base}{extra}")).unwrap_err();
             assert!(e.contains(needle), "{extra}: {e}");
         }
         let e = resolve_text("[gpu]\nvram_gib = 12\n[model]\npreset = \"fluxx\"\n").unwrap_err();
         assert!(e.contains("flux"), "{e}");
+    }
+
+    /// The ComfyUI launch flags as fields: `--disable-dynamic-vram`, `--vram-headroom`,
+    /// `--reserve-vram`, the PyTorch version and the OS decide the memory mode and the reserve.
+    #[test]
+    fn launch_fields_reach_the_memory_mode() {
+        use crate::memory::diffusion::comfy::MemoryMode;
+        let base =
+            "[gpu]\nvram_gib = 24\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\n";
+        let w = resolve_text(base).unwrap();
+        let m = w.comfy_memory().unwrap();
+        assert_eq!(m.mode, MemoryMode::Dynamic);
+        assert_eq!(w.run.reserve_vram_bytes, None);
+        let w = resolve_text(&format!(
+            "{base}dynamic_vram = \"off\"\nos = \"linux\"\nvram_headroom_gib = 1\n"
+        ))
+        .unwrap();
+        let m = w.comfy_memory().unwrap();
+        assert_eq!((m.mode, m.reserve_bytes), (MemoryMode::Classic, 400 << 20));
+        assert_eq!(w.run.vram_headroom_bytes, 1 << 30);
+        let w = resolve_text(&format!(
+            "{base}torch_version = \"2.7.1+cu126\"\nreserve_vram_gib = 1.5\n"
+        ))
+        .unwrap();
+        let m = w.comfy_memory().unwrap();
+        assert_eq!(m.mode, MemoryMode::Classic);
+        assert_eq!(m.reserve_bytes, 3 << 29);
     }
 
     #[test]

@@ -172,14 +172,35 @@ choice!(
 );
 
 choice!(
-    /// ComfyUI's VRAM state (`--normalvram` default, `--lowvram`, `--novram`, `--highvram`,
-    /// `--gpu-only`; comfy/cli_args.py, comfy/model_management.py `VRAMState`).
+    /// ComfyUI's VRAM flag (comfy/cli_args.py `vram_group`: `--gpu-only`, `--highvram`,
+    /// `--lowvram`, `--novram`; none given is `VRAMState.NORMAL_VRAM`, comfy/model_management.py).
+    /// ComfyUI has no `--normalvram` any more; "normalvram" is still read from older files.
     VramMode, "run.vram_mode" {
-        Normal = "normal" | "normalvram" | "normal_vram",
+        Normal = "normal" | "normalvram" | "normal_vram" | "none",
         Low = "lowvram" | "low" | "low_vram",
         No = "novram" | "no" | "no_vram",
         High = "highvram" | "high" | "high_vram",
         GpuOnly = "gpu-only" | "gpu_only" | "gpuonly",
+    }
+);
+
+choice!(
+    /// ComfyUI's dynamic VRAM switch (comfy/cli_args.py `--enable-dynamic-vram`,
+    /// `--disable-dynamic-vram`): `auto` is neither flag, and ComfyUI then decides
+    /// (`memory::diffusion::comfy::memory`).
+    DynamicVram, "run.dynamic_vram" {
+        Auto = "auto" | "default",
+        On = "on" | "enable" | "enabled" | "true" | "enable-dynamic-vram",
+        Off = "off" | "disable" | "disabled" | "false" | "disable-dynamic-vram",
+    }
+);
+
+choice!(
+    /// The operating system ComfyUI runs on: its default VRAM reserve differs
+    /// (comfy/model_management.py `EXTRA_RESERVED_VRAM`).
+    Os, "run.os" {
+        Windows = "windows" | "win" | "win32",
+        Linux = "linux",
     }
 );
 

@@ -78,6 +78,10 @@ const DIFFUSION_FIELDS: &[&str] = &[
     "controlnets",
     "ip_adapter",
     "reserve_vram_gib",
+    "dynamic_vram",
+    "vram_headroom_gib",
+    "torch_version",
+    "os",
 ];
 const GAME_FIELDS: &[&str] = &[
     "resolution",
@@ -223,8 +227,18 @@ pub struct RunSection {
     pub loras: Option<i64>,
     pub controlnets: Option<i64>,
     pub ip_adapter: Option<bool>,
-    /// ComfyUI `--reserve-vram` in GiB (default 0.6, its Windows default).
+    /// ComfyUI `--reserve-vram` in GiB; absent: ComfyUI's default for the memory mode and
+    /// `run.os` (`memory::diffusion::comfy`).
     pub reserve_vram_gib: Option<f64>,
+    /// ComfyUI `--enable-dynamic-vram` (on) / `--disable-dynamic-vram` (off); auto (default):
+    /// neither, and ComfyUI decides.
+    pub dynamic_vram: Option<super::options::DynamicVram>,
+    /// ComfyUI `--vram-headroom` in GiB: VRAM dynamic VRAM keeps free beyond its own (default 0).
+    pub vram_headroom_gib: Option<f64>,
+    /// The PyTorch version ComfyUI runs on ("2.7.1"): dynamic VRAM needs 2.8 or later.
+    pub torch_version: Option<String>,
+    /// The operating system ComfyUI runs on: windows (default) | linux.
+    pub os: Option<super::options::Os>,
     // More game fields (read by memory::game).
     /// Upscaler mode: none | quality | balanced | performance | ultra-performance (DLSS/FSR/XeSS).
     pub upscaler: Option<String>,

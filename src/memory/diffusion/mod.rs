@@ -7,13 +7,14 @@
 //! on the GPU during that stage.
 
 pub mod catalog;
+pub mod comfy;
 pub mod parts;
 pub mod residency;
 pub mod stages;
 
 use crate::types::dtype::WeightFormat;
 use crate::types::options::{Attention, Engine};
-pub use crate::types::options::{CpuOffload, VramMode};
+pub use crate::types::options::{CpuOffload, DynamicVram, Os, VramMode};
 use crate::types::workload::GpuTarget;
 pub use catalog::{DiffusionCatalog, DiffusionModel, ModelKind, Part, PartKind};
 pub use residency::estimate;
@@ -52,8 +53,17 @@ pub struct DiffusionRun {
     pub lora_rank: u32,
     pub controlnets: u32,
     pub ip_adapter: bool,
-    /// VRAM ComfyUI keeps free for the OS and other programs (`--reserve-vram`).
-    pub reserve_vram_bytes: u64,
+    /// ComfyUI `--reserve-vram`; `None`: its default for the memory mode and OS
+    /// (`comfy::memory`).
+    pub reserve_vram_bytes: Option<u64>,
+    /// ComfyUI `--enable-dynamic-vram` / `--disable-dynamic-vram` / neither.
+    pub dynamic_vram: DynamicVram,
+    /// ComfyUI `--vram-headroom`.
+    pub vram_headroom_bytes: u64,
+    /// The PyTorch ComfyUI runs on, (major, minor); `None`: not known (assumed ≥ 2.8).
+    pub torch: Option<(u32, u32)>,
+    /// The OS ComfyUI runs on.
+    pub os: Os,
     pub other_processes_bytes: u64,
 }
 
@@ -81,7 +91,11 @@ impl Default for DiffusionRun {
             lora_rank: 32,
             controlnets: 0,
             ip_adapter: false,
-            reserve_vram_bytes: residency::COMFY_RESERVE_WINDOWS,
+            reserve_vram_bytes: None,
+            dynamic_vram: DynamicVram::Auto,
+            vram_headroom_bytes: 0,
+            torch: None,
+            os: Os::Windows,
             other_processes_bytes: 0,
         }
     }
@@ -154,6 +168,11 @@ impl DiffusionWorkload {
             vae,
             run,
         })
+    }
+
+    /// ComfyUI's memory behaviour for this run (`None` for diffusers, which has neither mode).
+    pub fn comfy_memory(&self) -> Option<comfy::ComfyMemory> {
+        (self.run.engine != Engine::Diffusers).then(|| comfy::memory(&self.run, &self.gpu))
     }
 
     /// Bytes per activation element: fp32 runs compute in fp32, everything else in 16-bit

@@ -1,17 +1,22 @@
 //! Which weights sit on the GPU during each stage, as ComfyUI and diffusers place them, and the
 //! resulting breakdown at the peak stage.
 //!
-//! ComfyUI (comfy/model_management.py): models stay loaded after use while everything fits
-//! ("smart memory"); when the next model needs room, the others are unloaded; if the denoiser
-//! itself does not fit next to its working memory, it is "loaded partially" and the rest of its
-//! weights are streamed from system RAM every step. It keeps `--reserve-vram` free (default
-//! 400 MB on Linux, 600 MB on Windows) and wants `minimum_inference_memory()` = 0.8 GiB free for
-//! the run itself. diffusers keeps every component on the GPU unless `enable_model_cpu_offload`
-//! (one whole model at a time) or `enable_sequential_cpu_offload` (one submodule at a time).
+//! ComfyUI has two modes (`comfy`): with dynamic VRAM only the running model's weights are wanted
+//! on the card, as much of them as fits beside the stage's working memory, and the rest is read
+//! from system RAM as each layer runs; idle models stay cached only until something needs the
+//! room (comfy/model_management.py `free_memory`: "don't actually unload dynamic models for the
+//! sake of other dynamic models as that works on-demand"). With classic loading
+//! (comfy/model_management.py `load_models_gpu`) models stay loaded after use while everything
+//! fits ("smart memory"); when the next model needs room, the others are unloaded; if the
+//! denoiser itself does not fit next to `minimum_inference_memory()` = 0.8 GiB plus the reserve,
+//! it is "loaded partially" and the rest of its weights are streamed from system RAM every step.
+//! diffusers keeps every component on the GPU unless `enable_model_cpu_offload` (one whole model
+//! at a time) or `enable_sequential_cpu_offload` (one submodule at a time).
 
+use super::comfy::MemoryMode;
 use super::parts::{TAESD_PARAMS, denoiser_bytes, text_encoder_bytes};
 use super::stages::{decode_bytes, denoise_bytes, encode_bytes};
-use super::{CpuOffload, DiffusionWorkload, VramMode};
+use super::{CpuOffload, DiffusionRun, DiffusionWorkload, VramMode};
 use crate::memory::breakdown::{Breakdown, Layer};
 use crate::memory::overhead;
 use crate::types::dtype::WeightFormat;
@@ -19,11 +24,13 @@ use crate::types::options::Engine;
 use crate::units::{GIB, MIB, human};
 use serde::{Deserialize, Serialize};
 
-/// ComfyUI's default `--reserve-vram` on Windows (600 MB; 400 MB on Linux), comfy/model_management.py.
-pub const COMFY_RESERVE_WINDOWS: u64 = 600 * 1024 * 1024;
-pub const COMFY_RESERVE_LINUX: u64 = 400 * 1024 * 1024;
-/// ComfyUI `minimum_inference_memory()`: 0.8 GiB beyond the reserve.
+/// ComfyUI `minimum_inference_memory()`: 0.8 GiB beyond the reserve (classic loading).
 pub const COMFY_MIN_INFERENCE: f64 = 0.8 * GIB;
+
+/// The allocator cache that cannot be given back at the peak: 1% of the weights and 5% of the
+/// activations [derived: `estimate`'s hard share of the reserved-minus-allocated growth].
+const HARD_WEIGHTS: f64 = 0.01;
+const HARD_ACTIVATIONS: f64 = 0.05;
 
 /// ComfyUI's own estimate of a VAE decode, used to pick how many images it decodes at once:
 /// 2178 × latent height × latent width × 64 × dtype size (comfy/sd.py `memory_used_decode`).
@@ -78,8 +85,10 @@ pub struct Placement {
     /// Denoiser weights read from system RAM every step (partial load, `--novram`,
     /// sequential offload).
     pub streamed_bytes: f64,
-    /// ComfyUI would log "loaded partially".
+    /// ComfyUI would log "loaded partially" (classic loading).
     pub partially_loaded: bool,
+    /// Text-encoder weights read from system RAM while the prompt is encoded (dynamic VRAM).
+    pub encoders_streamed_bytes: f64,
     /// Images the VAE decodes at once.
     pub decode_images: f64,
     /// The VAE runs in fp32.
@@ -203,20 +212,61 @@ fn stage_uses(
     ]
 }
 
+/// Dynamic VRAM (`comfy`): every model stays cached on the card while all of them fit beside
+/// the largest stage; else the running model's weights are resident as far as they fit beside
+/// the stage's activations and the allocator's hard share, the rest streamed, and the idle
+/// models are evicted on demand, so no stage holds them. The text encoders run on the GPU whatever the
+/// VRAM flag (model_management.py `text_encoder_device`: `if
+/// comfy.memory_management.aimdo_enabled: return get_torch_device()`). Returns the stages, the
+/// denoiser bytes streamed and the text-encoder bytes streamed.
+fn place_dynamic(
+    s: &mut Sizes,
+    r: &DiffusionRun,
+    capacity: f64,
+    free: f64,
+) -> ([StageUse; 3], f64, f64) {
+    // cond and uncond as one batch only when 1.5 × its memory fits in what the dynamic patcher
+    // calls free, the card's total less the whole model (comfy/samplers.py `_calc_cond_batch`:
+    // `memory_required(...) * 1.5 < free_memory`; model_patcher.py
+    // `ModelPatcherDynamic.get_free_memory`: `get_total_memory(device) - self.model_size()`,
+    // February 2026 source).
+    if r.cfg && 1.5 * s.act[1] >= capacity - s.denoiser {
+        s.act[1] /= 2.0;
+    }
+    let room = |act: f64, fixed: f64| {
+        ((free - act * (1.0 + HARD_ACTIVATIONS)) / (1.0 + HARD_WEIGHTS) - fixed).max(0.0)
+    };
+    let te_on_gpu = !r.text_encoder_on_cpu;
+    let te_total: f64 = if te_on_gpu { s.te.iter().sum() } else { 0.0 };
+    let act_max = s.act.iter().cloned().fold(0.0, f64::max);
+    if room(act_max, te_total + s.adapters + s.vae) >= s.denoiser {
+        return (stage_uses(s, te_on_gpu, true, s.denoiser), 0.0, 0.0);
+    }
+    let denoiser = s.denoiser.min(room(s.act[1], s.adapters));
+    let mut st = stage_uses(s, te_on_gpu, false, denoiser);
+    let te_total = st[0].text_encoders;
+    st[0].text_encoders = te_total.min(room(s.act[0], 0.0));
+    st[2].vae = st[2].vae.min(room(s.act[2], 0.0));
+    (st, s.denoiser - denoiser, te_total - st[0].text_encoders)
+}
+
 /// Places the pipeline on the GPU the way its engine would.
 pub fn place(w: &DiffusionWorkload) -> Placement {
     let r = &w.run;
     let capacity = w.gpu.vram_bytes as f64;
-    let comfy = r.engine != Engine::Diffusers;
-    // What torch reports free once the CUDA context exists (ComfyUI `get_free_memory`).
+    let memory = w.comfy_memory();
+    let comfy = memory.is_some();
+    let dynamic = memory
+        .as_ref()
+        .is_some_and(|m| m.mode == MemoryMode::Dynamic);
+    // What torch reports free once the CUDA context exists (ComfyUI `get_free_memory`), less
+    // what ComfyUI keeps free.
     let free = capacity
         - overhead::TORCH_CONTEXT_BYTES
         - r.other_processes_bytes as f64
-        - if comfy {
-            r.reserve_vram_bytes as f64
-        } else {
-            0.0
-        };
+        - memory
+            .as_ref()
+            .map_or(0.0, |m| (m.reserve_bytes + m.headroom_bytes) as f64);
     // How many images the VAE decodes at once.
     let probe = sizes(w, 1.0);
     let batch = f64::from(r.batch);
@@ -233,8 +283,13 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
     let te_max = s.te.iter().cloned().fold(0.0, f64::max);
     let all_weights = s.te.iter().sum::<f64>() + s.denoiser + s.adapters + s.vae;
     let mut streamed = 0.0;
+    let mut encoders_streamed = 0.0;
     let mut partially_loaded = false;
-    let stages = if comfy {
+    let stages = if dynamic {
+        let (st, d, t) = place_dynamic(&mut s, r, capacity, free);
+        (streamed, encoders_streamed) = (d, t);
+        st
+    } else if comfy {
         let te_on_gpu = match r.vram_mode {
             VramMode::GpuOnly => true,
             VramMode::Low | VramMode::No => false,
@@ -305,6 +360,7 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
         peak,
         streamed_bytes: streamed,
         partially_loaded,
+        encoders_streamed_bytes: encoders_streamed,
         decode_images,
         vae_fp32: s.vae_fp32,
         all_weights,
@@ -354,13 +410,12 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         .fold(0.0, f64::max)
         + 0.01 * at.weights()
         - b.peak.tensors_bytes as f64;
-    let hard = 0.01 * at.weights() + 0.05 * at.activations;
-    let comfy_reserve = if w.run.engine == Engine::Diffusers {
-        0
-    } else {
-        w.run.reserve_vram_bytes
-    };
-    let external = (w.run.other_processes_bytes + comfy_reserve) as f64;
+    let hard = HARD_WEIGHTS * at.weights() + HARD_ACTIVATIONS * at.activations;
+    let memory = w.comfy_memory();
+    let kept = memory
+        .as_ref()
+        .map_or(0, |m| m.reserve_bytes + m.headroom_bytes);
+    let external = (w.run.other_processes_bytes + kept) as f64;
     let spare = w.gpu.vram_bytes as f64
         - external
         - overhead::TORCH_CONTEXT_BYTES
@@ -378,13 +433,30 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         Layer::Process,
     );
     let r = &w.run;
-    if r.engine != Engine::Diffusers {
+    if let Some(m) = &memory {
+        let label = match m.mode {
+            MemoryMode::Dynamic => {
+                "Kept free by dynamic VRAM (comfy-aimdo headroom, --reserve-vram)"
+            }
+            MemoryMode::Classic => "Kept free by ComfyUI (--reserve-vram)",
+        };
         b.add(
             "reserved_vram",
-            "Kept free by ComfyUI (--reserve-vram)",
-            r.reserve_vram_bytes as f64,
+            label,
+            m.reserve_bytes as f64,
             Layer::External,
         );
+        if m.headroom_bytes > 0 {
+            b.add(
+                "vram_headroom",
+                "Kept free by dynamic VRAM (--vram-headroom)",
+                m.headroom_bytes as f64,
+                Layer::External,
+            );
+        }
+        for n in &m.notes {
+            b.warn(n.clone());
+        }
     }
     b.add(
         "other_processes",
@@ -392,6 +464,24 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         r.other_processes_bytes as f64,
         Layer::External,
     );
+    let dynamic = memory
+        .as_ref()
+        .is_some_and(|m| m.mode == MemoryMode::Dynamic);
+    if dynamic && p.streamed_bytes > 0.0 {
+        let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
+        b.warn(format!(
+            "dynamic VRAM: {} of the model's {} stay resident, {} streamed from system RAM every step — it runs, but slowly",
+            human((denoiser - p.streamed_bytes) as u64),
+            human(denoiser as u64),
+            human(p.streamed_bytes as u64)
+        ));
+    }
+    if dynamic && p.encoders_streamed_bytes > 0.0 {
+        b.warn(format!(
+            "dynamic VRAM: {} of the text encoders streamed from system RAM while the prompt is encoded — it runs, but the encode is slow",
+            human(p.encoders_streamed_bytes as u64)
+        ));
+    }
     if p.partially_loaded && p.streamed_bytes <= 0.0 {
         // Only the text encoders did not fit next to the encode (`place`).
         b.warn("ComfyUI will load the text encoders partially ('loaded partially'): part of their weights is read from system RAM while the prompt is encoded — it runs, but the encode is slow");
@@ -439,6 +529,13 @@ mod tests {
         w
     }
 
+    /// ComfyUI with classic loading (`--disable-dynamic-vram`).
+    fn classic(model: &str, gib: f64) -> DiffusionWorkload {
+        let mut w = wl(model, gib, Engine::ComfyUi);
+        w.run.dynamic_vram = crate::types::options::DynamicVram::Off;
+        w
+    }
+
     #[test]
     fn diffusers_keeps_everything_and_peaks_at_the_decode() {
         let w = wl("sdxl", 80.0, Engine::Diffusers);
@@ -464,7 +561,7 @@ mod tests {
 
     #[test]
     fn comfyui_loads_flux_partially_on_12_gb() {
-        let w = wl("flux-dev", 12.0, Engine::ComfyUi);
+        let w = classic("flux-dev", 12.0);
         let p = place(&w);
         assert!(
             p.partially_loaded,
@@ -474,7 +571,7 @@ mod tests {
         assert!(b.fits(), "partially loaded still runs: {:?}", b.components);
         assert!(b.warnings.iter().any(|m| m.contains("loaded partially")));
         // On a 48 GiB card everything stays loaded.
-        let p = place(&wl("flux-dev", 48.0, Engine::ComfyUi));
+        let p = place(&classic("flux-dev", 48.0));
         assert!(!p.partially_loaded && p.stages[1].text_encoders > 0.0);
     }
 
@@ -482,7 +579,7 @@ mod tests {
     /// the denoiser was unloaded) is the peak stage: SDXL 1536² batch 2 on an 8 GiB card.
     #[test]
     fn the_streamed_share_is_of_the_whole_denoiser_whatever_stage_peaks() {
-        let mut w = wl("sdxl", 8.0, Engine::ComfyUi);
+        let mut w = classic("sdxl", 8.0);
         (w.run.width, w.run.height, w.run.batch) = (1536, 1536, 2);
         let p = place(&w);
         assert_eq!(p.peak, Stage::Decode);
@@ -504,7 +601,7 @@ mod tests {
 
     #[test]
     fn comfyui_vram_modes() {
-        let mut w = wl("sdxl", 8.0, Engine::ComfyUi);
+        let mut w = classic("sdxl", 8.0);
         w.run.vram_mode = VramMode::Low;
         assert_eq!(
             place(&w).stages[0].text_encoders,
@@ -524,13 +621,98 @@ mod tests {
 
     #[test]
     fn comfyui_reserve_and_other_programs_count_against_the_card() {
-        let mut w = wl("sd15", 8.0, Engine::ComfyUi);
+        let mut w = classic("sd15", 8.0);
         w.run.other_processes_bytes = 1 << 30;
         let b = estimate(&w);
-        assert_eq!(b.get("reserved_vram"), COMFY_RESERVE_WINDOWS);
+        let reserve = super::super::comfy::RESERVE_WINDOWS;
+        assert_eq!(b.get("reserved_vram"), reserve);
         assert_eq!(
             b.required_bytes(),
-            b.peak.process_bytes + COMFY_RESERVE_WINDOWS + (1 << 30)
+            b.peak.process_bytes + reserve + (1 << 30)
         );
+    }
+
+    /// Dynamic VRAM (the default on NVIDIA): Flux bf16 on 12 GiB is never "loaded partially";
+    /// as much of its transformer as fits beside the denoise stays resident and the rest
+    /// streams (model_patcher.py `ModelPatcherDynamic.load` logs "prepared for dynamic VRAM
+    /// loading", never "loaded partially"). comfy-aimdo keeps 256 MiB free (src/plat.h
+    /// `VRAM_HEADROOM`) where classic loading keeps 600 MiB + `minimum_inference_memory()`,
+    /// so more stays resident.
+    #[test]
+    fn dynamic_vram_streams_what_does_not_fit_and_keeps_more_resident() {
+        let w = wl("flux-dev", 12.0, Engine::ComfyUi);
+        assert_eq!(w.comfy_memory().unwrap().mode, MemoryMode::Dynamic);
+        let p = place(&w);
+        assert!(!p.partially_loaded);
+        let whole = denoiser_bytes(&w.model, w.run.weights, w.run.engine);
+        let resident = p.stages[1].denoiser;
+        assert!(resident > 0.0 && p.streamed_bytes > 0.0);
+        assert!((resident + p.streamed_bytes - whole).abs() < 1.0);
+        // Only the running model: the text encoders and the VAE are evicted for the denoise.
+        assert_eq!((p.stages[1].text_encoders, p.stages[1].vae), (0.0, 0.0));
+        let b = estimate(&w);
+        assert!(b.fits(), "{:?}", b.components);
+        assert!(
+            b.warnings.iter().any(|m| m.starts_with("dynamic VRAM:")),
+            "{:?}",
+            b.warnings
+        );
+        assert!(!b.warnings.iter().any(|m| m.contains("loaded partially")));
+        let c = place(&classic("flux-dev", 12.0));
+        assert!(
+            resident > c.stages[1].denoiser + 0.5 * GIB,
+            "dynamic {resident} vs classic {}",
+            c.stages[1].denoiser
+        );
+        // The resident share fills the card: what is left is the headroom and the allocator's
+        // hard share, well under the classic 0.8 GiB inference minimum.
+        let left = w.gpu.vram_bytes as f64 - b.required_bytes() as f64;
+        assert!((0.0..0.1 * GIB).contains(&left), "{left}");
+    }
+
+    /// `--vram-headroom 2` (main.py `init_devices((d.index, int(args.vram_headroom * 1024 **
+    /// 3)))`, added to every deficit in src/plat.h `budget_deficit`) keeps 2 GiB more free: about
+    /// 2 GiB less of the model stays resident.
+    #[test]
+    fn vram_headroom_takes_from_the_resident_weights() {
+        let mut w = wl("flux-dev", 12.0, Engine::ComfyUi);
+        let before = place(&w).stages[1].denoiser;
+        w.run.vram_headroom_bytes = 2 << 30;
+        let after = place(&w).stages[1].denoiser;
+        assert!(
+            ((before - after) / GIB - 2.0).abs() < 0.05,
+            "{before} {after}"
+        );
+        assert_eq!(estimate(&w).get("vram_headroom"), 2 << 30);
+    }
+
+    /// `--lowvram` does nothing with dynamic VRAM (cli_args.py help "Doesn't do anything if
+    /// dynamic vram is enabled"): the text encoders stay on the GPU
+    /// (model_management.py `text_encoder_device` returns the GPU when aimdo is enabled), where
+    /// classic `--lowvram` runs them on the CPU.
+    #[test]
+    fn lowvram_is_a_no_op_with_dynamic_vram() {
+        let mut w = wl("sdxl", 8.0, Engine::ComfyUi);
+        w.run.vram_mode = VramMode::Low;
+        let p = place(&w);
+        assert!(p.stages[0].text_encoders > 0.0);
+        assert!(
+            estimate(&w)
+                .warnings
+                .iter()
+                .any(|m| m.contains("--lowvram does nothing"))
+        );
+        let mut c = classic("sdxl", 8.0);
+        c.run.vram_mode = VramMode::Low;
+        assert_eq!(place(&c).stages[0].text_encoders, 0.0);
+    }
+
+    /// On a card that holds everything, dynamic VRAM evicts nothing: every model stays cached,
+    /// as with classic smart memory.
+    #[test]
+    fn dynamic_vram_keeps_everything_when_it_fits() {
+        let p = place(&wl("flux-dev", 48.0, Engine::ComfyUi));
+        assert_eq!(p.streamed_bytes, 0.0);
+        assert!(p.stages[1].text_encoders > 0.0 && p.stages[1].vae > 0.0);
     }
 }

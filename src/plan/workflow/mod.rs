@@ -19,7 +19,8 @@ use crate::import::comfy::{Format, Node, Workflow};
 use crate::memory::diffusion::parts::{denoiser_bytes, text_encoder_bytes};
 use crate::memory::diffusion::residency::{Stage, place};
 use crate::memory::diffusion::{
-    Bus, DiffusionCatalog, DiffusionModel, DiffusionWorkload, ModelKind, Part, VramMode,
+    Bus, DiffusionCatalog, DiffusionModel, DiffusionWorkload, DynamicVram, ModelKind, Os, Part,
+    VramMode,
 };
 use crate::types::dtype::WeightFormat;
 use crate::types::options::Engine;
@@ -27,23 +28,56 @@ use crate::types::workload::GpuTarget;
 use files::{Answers, Want, format_in_name, identify};
 use serde::Serialize;
 
-/// The ComfyUI launch settings a plan assumes.
+/// The ComfyUI launch settings a plan assumes (the `run.*` fields of the same names,
+/// `memory::diffusion::comfy`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
     /// `--lowvram`, `--highvram` … (`VramMode`).
     pub vram_mode: VramMode,
-    /// `--reserve-vram`, bytes; `None`: ComfyUI's default for the OS.
+    /// `--reserve-vram`, bytes; `None`: ComfyUI's default for the mode and OS.
     pub reserve_vram_bytes: Option<u64>,
+    /// `--enable-dynamic-vram` / `--disable-dynamic-vram` / neither.
+    pub dynamic_vram: DynamicVram,
+    /// `--vram-headroom`, bytes.
+    pub vram_headroom_bytes: u64,
+    /// The PyTorch ComfyUI runs on; `None`: assumed ≥ 2.8.
+    pub torch: Option<(u32, u32)>,
+    pub os: Os,
     pub other_processes_bytes: u64,
 }
 
 impl Default for Launch {
     fn default() -> Self {
+        let r = crate::memory::diffusion::DiffusionRun::default();
         Launch {
-            vram_mode: VramMode::Normal,
-            reserve_vram_bytes: None,
+            vram_mode: r.vram_mode,
+            reserve_vram_bytes: r.reserve_vram_bytes,
+            dynamic_vram: r.dynamic_vram,
+            vram_headroom_bytes: r.vram_headroom_bytes,
+            torch: r.torch,
+            os: r.os,
             other_processes_bytes: 0,
         }
+    }
+}
+
+impl Launch {
+    /// The launch a workload file's `run.*` fields describe (`vram_mode`, `reserve_vram_gib`,
+    /// `dynamic_vram`, `vram_headroom_gib`, `torch_version`, `os`, `other_processes_gib`),
+    /// checked as `resolve::diffusion` checks them.
+    pub fn from_fields(r: &crate::types::workload::RunSection) -> Result<Launch, String> {
+        let gib = crate::resolve::diffusion::gib_field;
+        let d = Launch::default();
+        Ok(Launch {
+            vram_mode: r.vram_mode.unwrap_or(d.vram_mode),
+            reserve_vram_bytes: gib("run.reserve_vram_gib", r.reserve_vram_gib)?,
+            dynamic_vram: r.dynamic_vram.unwrap_or(d.dynamic_vram),
+            vram_headroom_bytes: gib("run.vram_headroom_gib", r.vram_headroom_gib)?.unwrap_or(0),
+            torch: crate::resolve::diffusion::torch_field(r.torch_version.as_deref())?,
+            os: r.os.unwrap_or(d.os),
+            other_processes_bytes: gib("run.other_processes_gib", r.other_processes_gib)?
+                .unwrap_or(0),
+        })
     }
 }
 
@@ -636,10 +670,10 @@ impl<'a> Planner<'a> {
             .filter(|(n, _)| graph::role(n) == Some(Role::Controlnet))
             .count() as u32;
         r.text_encoder_on_cpu = te_cpu;
-        r.vram_mode = self.launch.vram_mode;
-        if let Some(b) = self.launch.reserve_vram_bytes {
-            r.reserve_vram_bytes = b;
-        }
+        let l = self.launch;
+        (r.vram_mode, r.reserve_vram_bytes, r.dynamic_vram) =
+            (l.vram_mode, l.reserve_vram_bytes, l.dynamic_vram);
+        (r.vram_headroom_bytes, r.torch, r.os) = (l.vram_headroom_bytes, l.torch, l.os);
         r.other_processes_bytes = self.launch.other_processes_bytes;
         r.vae_decode = decode.is_some();
         r.vae_tiling = decode.is_some_and(|d| graph::role(d) == Some(Role::DecodeTiled));
@@ -893,17 +927,7 @@ pub fn plan(
             not_modelled.join(", ")
         ));
     }
-    let launch_line = format!(
-        "ComfyUI with --{} (model_management.py VRAMState), weights loaded whole or partially (static VRAM, not --enable-dynamic-vram), --reserve-vram {}",
-        match launch.vram_mode {
-            VramMode::Normal => "normalvram",
-            VramMode::Low => "lowvram",
-            VramMode::No => "novram",
-            VramMode::High => "highvram",
-            VramMode::GpuOnly => "gpu-only",
-        },
-        crate::units::human(passes[peak_pass].workload.run.reserve_vram_bytes)
-    );
+    let launch_line = launch_line(launch, &passes[peak_pass].workload);
     let peak = &passes[peak_pass];
     let mut out = WorkflowPlan {
         format: w.format,
@@ -929,6 +953,31 @@ pub fn unmodelled(w: &Workflow) -> Vec<String> {
         .filter(|n| graph::role(n).is_none())
         .map(|n| format!("{} {}", n.id, n.class_type))
         .collect()
+}
+
+/// The launch a plan assumes, in one line: the memory mode and why, the VRAM flag and what
+/// ComfyUI keeps free.
+fn launch_line(launch: &Launch, w: &DiffusionWorkload) -> String {
+    let flag = match launch.vram_mode {
+        VramMode::Normal => "no VRAM flag".to_string(),
+        m => format!("--{m}"),
+    };
+    match w.comfy_memory() {
+        Some(m) => format!(
+            "ComfyUI with {}; {flag}; keeps {} free{}",
+            m.why,
+            crate::units::human(m.reserve_bytes),
+            if m.headroom_bytes > 0 {
+                format!(
+                    " + {} (--vram-headroom)",
+                    crate::units::human(m.headroom_bytes)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        None => flag,
+    }
 }
 
 /// How many samplers a sampler's latent passes through before it (0 for the first pass).

@@ -123,7 +123,7 @@ pub fn inputs_ui(
         if let Some(v) = gib_slider(
             ui,
             tr("Reserved VRAM (--reserve-vram)"),
-            r.reserve_vram_bytes,
+            d.comfy_memory().map_or(0, |m| m.reserve_bytes),
             4.0,
         ) {
             f.reserve_vram_gib = Some(v);

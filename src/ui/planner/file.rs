@@ -194,16 +194,7 @@ impl PlannerView {
         let planned = crate::import::comfy::read(path).and_then(|wf| {
             let gpu = self.workload.gpu.resolve()?;
             let bus = crate::resolve::diffusion::bus_for(&gpu);
-            let r = &self.workload.run;
-            let launch = crate::plan::workflow::Launch {
-                vram_mode: r
-                    .vram_mode
-                    .unwrap_or(crate::memory::diffusion::VramMode::Normal),
-                reserve_vram_bytes: r.reserve_vram_gib.map(crate::units::gib_to_bytes),
-                other_processes_bytes: crate::units::gib_to_bytes(
-                    r.other_processes_gib.unwrap_or(0.0),
-                ),
-            };
+            let launch = crate::plan::workflow::Launch::from_fields(&self.workload.run)?;
             let mut answers = crate::plan::workflow::files::Answers::default();
             if let Some(d) = &self.comfy_models {
                 answers = answers.with_models(crate::plan::workflow::headers::ModelsDir::open(d)?);
@@ -232,14 +223,14 @@ impl PlannerView {
             preset: Some(peak.model.clone()),
             ..Default::default()
         };
-        let other = self.workload.run.other_processes_gib;
-        let mode = self.workload.run.vram_mode;
-        let reserve = self.workload.run.reserve_vram_gib;
-        self.workload.run = Default::default();
-        self.workload.run.task = Some(Task::Diffusion);
-        self.workload.run.other_processes_gib = other;
-        self.workload.run.vram_mode = mode;
-        self.workload.run.reserve_vram_gib = reserve;
+        // The launch settings stay; the rest comes from the workflow.
+        let old = std::mem::take(&mut self.workload.run);
+        let r = &mut self.workload.run;
+        r.task = Some(Task::Diffusion);
+        (r.other_processes_gib, r.vram_mode, r.reserve_vram_gib) =
+            (old.other_processes_gib, old.vram_mode, old.reserve_vram_gib);
+        (r.dynamic_vram, r.vram_headroom_gib) = (old.dynamic_vram, old.vram_headroom_gib);
+        (r.torch_version, r.os) = (old.torch_version, old.os);
         crate::export::workload_file::diffusion(
             &mut self.workload.run,
             &start.run,

@@ -3,6 +3,5 @@
 #   EmptyLatentImage (Empty Latent Image): width 1024, height 1024, batch_size 1.
 #   Load Diffusion Model: weight_dtype fp8_e4m3fn (same as --fp8_e4m3fn-unet).
 python main.py \
-  --reserve-vram 0.6 \
   --fp8_e4m3fn-unet \
   --bf16-vae
