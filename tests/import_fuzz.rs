@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::Value;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use support::*;
 use vram_doctor::import::from_bytes;
 
@@ -313,6 +313,8 @@ fn fuzz_paths_that_are_not_regular_files() {
     use vram_doctor::telemetry::{record::Recorder, replay::ReplaySource};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    // Only Unix adds the FIFO and the symlinks below.
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut odd: Vec<PathBuf> = vec![d.to_path_buf(), d.join("missing").join("x")];
     #[cfg(unix)]
     {

@@ -16,7 +16,9 @@ use super::Io;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 /// What to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -80,7 +82,8 @@ impl Exit {
 pub struct Running {
     child: Child,
     exit: Option<Exit>,
-    /// Every descendant of the watcher is the run's ([`Io::Terminal`]).
+    /// Every descendant of the watcher is the run's ([`Io::Terminal`]); only Unix signals them.
+    #[cfg(unix)]
     whole_process: bool,
     #[cfg(unix)]
     terminal: Option<unix::Foreground>,
@@ -127,6 +130,7 @@ pub fn spawn(spec: &CommandSpec, io: Io) -> Result<(Running, ChildStdout, ChildS
         terminal: terminal.then(|| unix::Foreground::hand_to(child.id())),
         child,
         exit: None,
+        #[cfg(unix)]
         whole_process: cli,
     };
     Ok((running, out, err))
