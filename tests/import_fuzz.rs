@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::Value;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use support::*;
 use vram_doctor::import::from_bytes;
 

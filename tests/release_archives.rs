@@ -6,9 +6,9 @@
 //! `tools/release.sh --out target/dist`) or in `$VRAM_DOCTOR_DIST`. When they are absent the test
 //! says which command makes them and does not run — and fails under CI=true.
 
-mod common;
+#[path = "common/programs.rs"]
+mod programs;
 
-use common::programs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -90,7 +90,11 @@ fn check_entries(archive: &str, entries: &str, binary: &str) {
 #[test]
 fn both_archives_hold_the_binary_and_documents_and_their_checksums_verify() {
     if !programs::present(
-        &[("tar", "--version"), ("python3", "--version"), ("sha256sum", "--version")],
+        &[
+            ("tar", "--version"),
+            ("python3", "--version"),
+            ("sha256sum", "--version"),
+        ],
         "Debian's tar, python3 and coreutils",
     ) {
         return;
@@ -105,7 +109,10 @@ fn both_archives_hold_the_binary_and_documents_and_their_checksums_verify() {
             "SHA256SUMS does not list {name}:\n{sums}"
         );
     }
-    run(Command::new("sha256sum").arg("-c").arg("SHA256SUMS").current_dir(&dir));
+    run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("SHA256SUMS")
+        .current_dir(&dir));
 
     let tar_list = run(Command::new("tar").arg("-tzf").arg(dir.join(&linux)));
     check_entries(&linux, &tar_list, "vram-doctor");
@@ -136,6 +143,12 @@ fn both_archives_hold_the_binary_and_documents_and_their_checksums_verify() {
     let args = ["presets", "list", "gpus"];
     let packed = run(Command::new(&binary).args(args));
     let built = run(Command::new(env!("CARGO_BIN_EXE_vram-doctor")).args(args));
-    assert!(packed.lines().count() > 1, "the packed binary listed no GPUs: {packed}");
-    assert_eq!(packed, built, "the packed binary's GPU presets differ from the sources'");
+    assert!(
+        packed.lines().count() > 1,
+        "the packed binary listed no GPUs: {packed}"
+    );
+    assert_eq!(
+        packed, built,
+        "the packed binary's GPU presets differ from the sources'"
+    );
 }
