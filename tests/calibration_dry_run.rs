@@ -5,6 +5,8 @@
 //! `harness.py --dry-run` runs over the whole grid: with torch (CI installs it, see `.ci/run`, and
 //! sets `VRAM_DOCTOR_CALIBRATION_PYTHON`) it builds every model at reduced size on the CPU and
 //! runs its step; without torch it checks the plan, the rows and the writer in pure Python.
+//! The harness resolves each file with this package's binary (`plan --print-resolved`), and
+//! every row's `extras.run` must be the planner's resolution of its file, field for field.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,14 +59,38 @@ fn python() -> (String, bool) {
     }
 }
 
-fn harness(args: &[&str]) -> std::process::Output {
+/// The harness with `bin` as the planner that resolves its workload files.
+fn harness_with(bin: &Path, args: &[&str]) -> std::process::Output {
     let (py, _) = python();
     Command::new(py)
         .arg(root().join("tests/calibration/harness.py"))
         .args(args)
+        .env("VRAM_DOCTOR_BIN", bin)
         .current_dir(root())
         .output()
         .expect("python3 runs")
+}
+
+fn harness(args: &[&str]) -> std::process::Output {
+    harness_with(Path::new(env!("CARGO_BIN_EXE_vram-doctor")), args)
+}
+
+/// The planner's resolved `run` of a grid file, as `plan --print-resolved` prints it (the
+/// diffusion run has no `task` of its own: the workload's kind is it).
+fn resolved_run(file: &Path) -> Value {
+    let wf = WorkloadFile::load(file).unwrap_or_else(|e| panic!("{e}"));
+    let any = resolve_any(
+        &wf,
+        file.parent().expect("grid dir"),
+        Some(import::load_model),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let v = serde_json::to_value(&any).expect("resolved workload serialises");
+    let mut run = v["run"].clone();
+    if let Some(obj) = run.as_object_mut() {
+        obj.entry("task").or_insert_with(|| v["task"].clone());
+    }
+    run
 }
 
 #[test]
@@ -241,6 +267,19 @@ fn dry_run_builds_every_workload_and_writes_reference_rows() {
             .as_str()
             .expect("workload_file")
             .to_string();
+        // What the harness ran is the planner's resolution of the file, not a copy of it.
+        let planned = resolved_run(&root().join(&file));
+        assert_eq!(
+            extras["run"], planned,
+            "{id}: the harness's run differs from the planner's resolution"
+        );
+        assert_eq!(row["batch"], planned["batch"], "{id}");
+        let seq = if planned["task"] == "diffusion" {
+            Value::from(format!("{}x{}", planned["width"], planned["height"]))
+        } else {
+            planned["seq"].clone()
+        };
+        assert_eq!(row["seq"], seq, "{id}");
         per_file
             .entry(file)
             .or_default()
@@ -307,7 +346,7 @@ fn bad_workload_files_get_one_clear_line_and_exit_2() {
         (
             "typo.toml",
             good.replace("attention = ", "atention = "),
-            "run.atention",
+            "unknown field `atention`",
         ),
         (
             "choice.toml",
@@ -319,11 +358,17 @@ fn bad_workload_files_get_one_clear_line_and_exit_2() {
             good.replace("batch = 1", "batch = 0"),
             "run.batch",
         ),
-        ("toml.toml", "[run\n".to_string(), "not valid TOML"),
+        ("toml.toml", "[run\n".to_string(), "unclosed table"),
         (
             "preset.toml",
             good.replace("llama-3.1-8b", "no-such-model"),
-            "model.preset",
+            "unknown model preset 'no-such-model'",
+        ),
+        (
+            "game.toml",
+            good.replace("task = \"inference\"", "task = \"game\"")
+                .replace("preset = \"llama-3.1-8b\"", ""),
+            "no calibration step",
         ),
     ];
     let out = dir.path().join("o.jsonl");
@@ -339,11 +384,74 @@ fn bad_workload_files_get_one_clear_line_and_exit_2() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
         assert!(
-            err.contains(needle) && err.trim().lines().count() == 1,
+            err.contains(needle) && err.contains(name) && err.trim().lines().count() == 1,
             "{name}: {err}"
         );
         assert!(!out.exists(), "{name}: nothing written for a bad file");
     }
+    // Without the planner's binary nothing is resolved, so nothing runs.
+    let grid = root().join("tests/calibration/grid/inf-llama8b-bf16-sdpa-s4096.toml");
+    let o = harness_with(
+        &dir.path().join("no-such-binary"),
+        &[
+            "--dry-run",
+            grid.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no-such-binary") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+/// A planner (a wrapper around this package's binary) whose resolution `sed` rewrites.
+#[cfg(unix)]
+fn rewriting_planner(dir: &Path, name: &str, sed: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    let script = format!(
+        "#!/bin/sh\nset -e\n'{}' \"$@\" > \"$0.json\"\nsed -e '{sed}' \"$0.json\"\n",
+        env!("CARGO_BIN_EXE_vram-doctor")
+    );
+    std::fs::write(&path, script).expect("write wrapper");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// The harness runs what the planner resolved, and refuses a model whose config.json says
+/// otherwise than the planner's resolution of it.
+#[cfg(unix)]
+#[test]
+fn the_harness_follows_the_planners_resolution_and_refuses_a_disagreeing_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("r.jsonl");
+    let out_s = out.to_str().expect("utf-8");
+    let preset = "tests/calibration/grid/inf-llama8b-bf16-sdpa-s4096.toml";
+    // A planner that resolves batch 3: the rows say batch 3 (the file says 1).
+    let batch3 = rewriting_planner(dir.path(), "batch3", r#"s/"batch": 1,/"batch": 3,/"#);
+    let o = harness_with(&batch3, &["--dry-run", preset, "--out", out_s]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).expect("rows");
+    for line in text.lines() {
+        let row: Value = serde_json::from_str(line).expect("JSON row");
+        assert_eq!(row["batch"], 3, "{row}");
+        assert_eq!(row["extras"]["run"]["batch"], 3, "{row}");
+    }
+    // A planner whose hidden size is not the config.json's: refused, naming both.
+    let config = "tests/calibration/grid/inf-qwen15b-bf16-sdpa-s4096.toml";
+    let wider = rewriting_planner(dir.path(), "wider", r#"s/"hidden": 1536,/"hidden": 1537,/"#);
+    let o = harness_with(&wider, &["--dry-run", config, "--out", out_s]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("hidden_size = 1536") && err.contains("model.hidden = 1537"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -109,6 +109,7 @@ fn a_sample_regenerates_to_the_byte() {
         let out = Command::new(&py)
             .arg(root().join("tests/calibration/fake_train.py"))
             .arg(&file)
+            .env("VRAM_DOCTOR_BIN", env!("CARGO_BIN_EXE_vram-doctor"))
             .current_dir(root())
             .output()
             .expect("the calibration python runs");

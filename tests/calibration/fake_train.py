@@ -22,7 +22,9 @@ the kernel a GPU would pick (flash or memory-efficient attention, whose saved te
 so the attention part of a row is approximate: the rest of the step is exact.
 
 Usage:
-  fake_train.py WORKLOAD.toml... [--out FILE.jsonl]    simulate, one JSON row per workload
+  fake_train.py WORKLOAD.toml... [--out FILE.jsonl] [--vram-doctor BIN]
+                                                        simulate, one JSON row per workload (each
+                                                        file resolved by `BIN plan --print-resolved`)
   fake_train.py --self-check                            fake vs real CPU bytes on a tiny Llama
 """
 import argparse
@@ -321,7 +323,10 @@ def row(w, peak, parts, phase):
 def self_check():
     """Tiny Llama: the same step on real CPU tensors and on fake tensors must count the same bytes."""
     w = workload.Workload(path=os.path.join(HERE, "selfcheck.toml"), stem="selfcheck",
-                          model=workload.LlmModel.__new__(workload.LlmModel), run=workload.Run())
+                          model=workload.LlmModel.__new__(workload.LlmModel),
+                          run=workload.Run(task="training", weights="bf16", batch=2, engine="transformers",
+                                           attention="sdpa", seq=128, optimizer="adamw", checkpointing="none",
+                                           lora_rank=16, lora_targets="all-linear", grad_accum=1))
     w.model.model_type = "llama"
     w.model.config = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                       "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512,
@@ -343,13 +348,20 @@ def main(argv):
     ap.add_argument("files", nargs="*")
     ap.add_argument("--out")
     ap.add_argument("--self-check", action="store_true")
+    ap.add_argument("--vram-doctor", default=os.environ.get("VRAM_DOCTOR_BIN"), metavar="PATH",
+                    help="the planner's binary that resolves each workload file (default: $VRAM_DOCTOR_BIN)")
     ap.add_argument("--top", type=int, default=0, help="print the N largest groups of tensors live at the peak")
     a = ap.parse_args(argv)
     if a.self_check:
         return 0 if self_check() else 1
     rows, status = [], 0
     for f in workload.collect(a.files):
-        w = workload.load(f, REPO, workload.SIMULATED_FAMILIES)
+        try:
+            w = workload.load(f, a.vram_doctor, workload.SIMULATED_FAMILIES,
+                              warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+        except workload.WorkloadError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         if w.run.task != "training":
             continue
         why = unsupported(w)

@@ -44,6 +44,8 @@ def parse_args(argv):
     p.add_argument("--only", default=None, help="run only files whose name contains this text")
     p.add_argument("--start-method", choices=("fork", "spawn"), default="fork",
                    help="how each workload's child starts (spawn: slower, for a parent that started CUDA)")
+    p.add_argument("--vram-doctor", default=os.environ.get("VRAM_DOCTOR_BIN"), metavar="PATH",
+                   help="the planner's binary that resolves each workload file (default: $VRAM_DOCTOR_BIN)")
     p.add_argument("--deadline-s", type=float, default=None,
                    help="start no workload after this many seconds (the rest get error rows)")
     return p.parse_args(argv)
@@ -117,7 +119,8 @@ def main(argv):
             files = [f for f in files if args.only in os.path.basename(f)]
         if not files:
             raise workload.WorkloadError("no workload files given")
-        loaded = [workload.load(f, REPO_ROOT) for f in files]
+        loaded = [workload.load(f, args.vram_doctor, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+                  for f in files]
     except (workload.WorkloadError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -70,9 +70,8 @@ def rows_for(w, result, env, gpu_slug, mode, rel_path):
     """Three rows (one per metric) for a workload that ran, or one error row if it failed."""
     dry_run = mode != "gpu"
     fields = base_fields(w)
-    run = dict(vars(w.run))
     extras = {
-        "workload_file": rel_path, "run": run, "env": env, "phases_gib": result.get("phases_gib", {}),
+        "workload_file": rel_path, "run": w.resolved_run, "env": env, "phases_gib": result.get("phases_gib", {}),
         "metrics_gib": {k: plan.gib(result.get(k)) for k in ("max_allocated", "max_reserved", "process")},
         "metrics_bytes": {k: result.get(k) for k in ("max_allocated", "max_reserved", "process")},
         "wall_s": result.get("wall_s"), "checks": result.get("checks", []),

@@ -7,6 +7,9 @@ their rows from `fake_train.py` (the real transformers/peft/torch step on fake t
   sim_grid.py --run [--jobs N]   simulates every file into tests/data/simulated-train-grid.jsonl
   sim_grid.py --run --missing    simulates only the files that have no row yet (keeps the others)
 
+`--run` needs `VRAM_DOCTOR_BIN` (the `vram-doctor` binary: fake_train.py resolves each file with
+`plan --print-resolved`).
+
 Models are the Hugging Face config.json copies of tests/data/configs/, built at full size with
 random weights (memory does not depend on the values). The families cover tied embeddings
 (Llama 3.2 1B, Qwen2.5 0.5B, Gemma 3 1B) and untied ones (Qwen3 8B, Mistral 7B, Phi-3 mini),

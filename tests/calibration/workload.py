@@ -1,52 +1,19 @@
-"""Workload files in the planner's own TOML format (DESIGN.md "Workload file"), read the way the
-planner reads them: unknown sections or keys are errors, every choice is checked against the list
-the planner accepts, and defaults are the planner's (`src/memory/workload.rs`, `Run::default`).
+"""Workload files in the planner's own TOML format (DESIGN.md "Workload file"), resolved by the
+planner itself: `vram-doctor plan --workload FILE --print-resolved` (src/resolve/) checks the file
+(unknown sections and keys, choices, ranges, the model's context) and fills in every default and
+preset. Nothing of that is repeated here; this module adds only what the harness needs on top:
+which resolved workloads a single-GPU PyTorch process can run, and the transformers / diffusers
+config it builds for each (from the config files in the repository, never downloaded).
 
 Only the standard library is used here, so grid files are checked even where torch is absent.
+The binary is passed in (`--vram-doctor`, or `VRAM_DOCTOR_BIN`): `cargo build --release` makes it.
 """
 
 import json
 import os
+import subprocess
 import tomllib
 from dataclasses import dataclass, field
-
-# Field names of `GpuSection`, `ModelSection` and `RunSection` in src/memory/workload.rs.
-GPU_KEYS = {"preset", "vram_gib", "count"}
-MODEL_KEYS = {
-    "preset", "hf_config", "file", "params", "layers", "hidden", "heads", "kv_heads", "head_dim",
-    "intermediate", "vocab", "tied_embeddings", "max_context", "sliding_window",
-}
-RUN_KEYS = {
-    "task", "weights", "batch", "seq", "engine", "kv_cache", "attention", "method", "precision",
-    "optimizer", "checkpointing", "lora_rank", "lora_targets", "grad_accum", "zero_stage", "offload",
-    "gpu_memory_utilization", "ubatch", "other_processes_gib", "width", "height", "vae_tiling",
-    "resolution", "texture_quality", "ray_tracing", "frame_generation",
-}
-
-# Spellings the planner accepts (src/memory/options.rs), canonical name first, mapped to canonical.
-CHOICES = {
-    "task": {"inference": "inference", "training": "training", "finetune": "training",
-             "fine-tune": "training", "diffusion": "diffusion", "game": "game"},
-    "engine": {"transformers": "transformers", "hf": "transformers", "pytorch": "transformers",
-               "torch": "transformers", "vllm": "vllm", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
-               "llama-cpp": "llama.cpp", "ollama": "llama.cpp", "autoawq": "autoawq",
-               "comfyui": "comfyui", "diffusers": "diffusers"},
-    "attention": {"eager": "eager", "sdpa": "sdpa", "flash": "flash", "flash_attention_2": "flash",
-                  "fa2": "flash", "flash-attn": "flash"},
-    "method": {"full": "full", "lora": "lora", "qlora": "qlora"},
-    "precision": {"fp32": "fp32", "fp16-mixed": "fp16-mixed", "fp16": "fp16-mixed",
-                  "bf16-mixed": "bf16-mixed", "bf16": "bf16", "bf16-pure": "bf16"},
-    "optimizer": {"adamw": "adamw", "adam": "adamw", "adamw-8bit": "adamw-8bit", "adam8bit": "adamw-8bit",
-                  "adamw8bit": "adamw-8bit", "paged-adamw-8bit": "adamw-8bit", "sgd": "sgd",
-                  "adafactor": "adafactor", "lion": "lion"},
-    "checkpointing": {"none": "none", "off": "none", "false": "none", "selective": "selective",
-                      "full": "full", "on": "full", "true": "full"},
-    "lora_targets": {"all-linear": "all-linear", "all": "all-linear", "attention": "attention",
-                     "qkvo": "attention", "q,k,v,o": "attention", "qv": "qv", "q,v": "qv",
-                     "q_proj,v_proj": "qv", "default": "qv"},
-    "offload": {"none": "none", "optimizer": "optimizer", "optimizer+params": "optimizer+params",
-                "params+optimizer": "optimizer+params", "all": "optimizer+params"},
-}
 
 # What this harness can run: a subset of the planner's choices, each a real PyTorch code path.
 # Weight formats the harness builds; 8/4-bit go through bitsandbytes as transformers loads them.
@@ -57,7 +24,27 @@ LLM_FAMILIES = {"llama", "qwen2", "mistral"}
 # What fake_train.py builds besides (the real transformers classes; plan.py's Llama-shaped
 # parameter count is not used there): sandwich norms, soft-capping, fused projections, MoE.
 SIMULATED_FAMILIES = LLM_FAMILIES | {"qwen3", "gemma2", "gemma3_text", "phi3", "mixtral", "qwen2_moe"}
-MAX_FILE_BYTES = 1 << 20
+MAX_FILE_BYTES = 1 << 20  # for the config.json files the harness reads itself
+RESOLVE_TIMEOUT_S = 60
+
+# Resolved `run` fields the harness reads, by the planner's task (`task` of --print-resolved).
+LLM_RUN_FIELDS = ("task", "weights", "batch", "seq", "engine", "attention", "method", "precision", "optimizer",
+                  "checkpointing", "lora_rank", "lora_targets", "grad_accum")
+DIFFUSION_RUN_FIELDS = ("weights", "batch", "engine", "attention", "width", "height", "vae_tiling")
+# Resolved fields whose other values the harness has no code path for (it measures one GPU, no
+# offload; a diffusers pipeline with every component resident, CFG, one image, a full VAE decode).
+HARNESS_FIXED = {
+    "llm": {"zero_stage": 0, "offload": "none"},
+    "diffusion": {"frames": 1, "cfg": True, "vae_slicing": False, "vae_decode": True, "tiny_vae": False,
+                  "cpu_offload": "none", "text_encoder_on_cpu": False, "loras": 0, "controlnets": 0,
+                  "ip_adapter": False},
+}
+# The planner's architecture fields (src/types `ModelArch`) and the transformers config keys.
+ARCH_TO_HF = {
+    "layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads", "head_dim": "head_dim", "intermediate": "intermediate_size",
+    "vocab": "vocab_size", "tied_embeddings": "tie_word_embeddings", "max_context": "max_position_embeddings",
+}
 
 
 class WorkloadError(ValueError):
@@ -83,22 +70,24 @@ class DiffusionModel:
 
 @dataclass
 class Run:
-    task: str = "inference"
-    weights: str = "bf16"
-    batch: int = 1
-    seq: int = 4096
-    engine: str = "transformers"
-    attention: str = "sdpa"
-    method: str = "full"
-    precision: str = "bf16-mixed"
-    optimizer: str = "adamw"
-    checkpointing: str = "none"
-    lora_rank: int = 16
-    lora_targets: str = "all-linear"
-    grad_accum: int = 1
-    width: int = 1024
-    height: int = 1024
-    vae_tiling: bool = False
+    """The resolved run fields the harness reads (LLM_RUN_FIELDS or DIFFUSION_RUN_FIELDS; the
+    other task's fields are None)."""
+    task: str
+    weights: str
+    batch: int
+    engine: str
+    attention: str
+    seq: int | None = None
+    method: str | None = None
+    precision: str | None = None
+    optimizer: str | None = None
+    checkpointing: str | None = None
+    lora_rank: int | None = None
+    lora_targets: str | None = None
+    grad_accum: int | None = None
+    width: int | None = None
+    height: int | None = None
+    vae_tiling: bool | None = None
 
 
 @dataclass
@@ -107,76 +96,57 @@ class Workload:
     stem: str
     model: object
     run: Run
+    resolved_run: dict = field(default_factory=dict)  # the planner's whole resolved `run`
 
 
 def _fail(origin, msg):
     raise WorkloadError(f"{origin}: {msg}")
 
 
-def _choice(origin, key, value):
-    allowed = CHOICES[key]
-    if not isinstance(value, str) or value.strip().lower() not in allowed:
-        names = sorted(set(allowed.values()))
-        _fail(origin, f"run.{key} = {value!r} is not allowed; use one of: {', '.join(names)}")
-    return allowed[value.strip().lower()]
+def resolved(path, binary):
+    """The planner's resolution of one workload file (`plan --print-resolved`), or the planner's
+    own one-line error for a file it refuses."""
+    if not binary:
+        _fail(path, "the vram-doctor binary is needed to resolve workloads: pass --vram-doctor PATH or set "
+                    "VRAM_DOCTOR_BIN (cargo build --release gives target/release/vram-doctor)")
+    try:
+        p = subprocess.run([binary, "plan", "--workload", path, "--print-resolved"], capture_output=True,
+                           text=True, timeout=RESOLVE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        _fail(path, f"vram-doctor binary {binary} did not run: {e}")
+    lines = [ln.strip() for ln in p.stderr.splitlines() if ln.strip()]
+    if p.returncode != 0:
+        errors = [ln for ln in lines if ln.startswith("error:")] or lines[-1:] or [f"exit status {p.returncode}"]
+        msg = errors[0].removeprefix("error:").strip()
+        raise WorkloadError(msg if path in msg else f"{path}: {msg}")
+    try:
+        return json.loads(p.stdout), lines
+    except json.JSONDecodeError as e:
+        _fail(path, f"{binary} plan --print-resolved printed no JSON: {e}")
 
 
-def _int(origin, key, value, lo, hi):
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        _fail(origin, f"run.{key} = {value!r} is out of range; allowed {lo}..={hi}")
-    return value
+def _field(origin, table, key, where):
+    if key not in table:
+        _fail(origin, f"vram-doctor's resolved {where} has no field {key!r} (a binary older than this harness?)")
+    return table[key]
 
 
-def parse_file(path):
-    """Reads one workload file: TOML, no unknown sections or keys (the planner's rule)."""
-    size = os.path.getsize(path)
-    if size > MAX_FILE_BYTES:
-        _fail(path, f"{size} bytes is too large for a workload file (max 1 MiB)")
-    with open(path, "rb") as f:
-        try:
-            raw = tomllib.load(f)
-        except tomllib.TOMLDecodeError as e:
-            _fail(path, f"not valid TOML: {e}")
-    for section, keys in (("gpu", GPU_KEYS), ("model", MODEL_KEYS), ("run", RUN_KEYS)):
-        table = raw.get(section, {})
-        if not isinstance(table, dict):
-            _fail(path, f"[{section}] must be a table")
-        unknown = sorted(set(table) - keys)
-        if unknown:
-            _fail(path, f"unknown field {section}.{unknown[0]}")
-    extra = sorted(set(raw) - {"gpu", "model", "run"})
-    if extra:
-        _fail(path, f"unknown section [{extra[0]}]")
-    return raw
-
-
-def resolve_run(origin, table):
-    """`[run]` with the planner's defaults, limited to what the harness can execute."""
-    r = Run()
-    for key in ("task", "engine", "attention", "method", "precision", "optimizer", "checkpointing",
-                "lora_targets", "offload"):
-        if key in table:
-            value = _choice(origin, key, table[key])
-            if key != "offload":
-                setattr(r, key, value)
-    if "seq" not in table and r.task == "training":
-        r.seq = 2048  # planner default for training (RunSection::resolve)
-    if "weights" in table:
-        r.weights = str(table["weights"]).strip().lower()
-    elif r.method == "qlora":
-        r.weights = "nf4"
-    elif r.task == "diffusion":
-        r.weights = "fp16"
-    if r.task == "diffusion" and "engine" not in table:
-        r.engine = "diffusers"
-    for key, lo, hi in (("batch", 1, 4096), ("seq", 1, 1_048_576), ("lora_rank", 1, 65536),
-                        ("grad_accum", 1, 1024), ("width", 8, 16384), ("height", 8, 16384)):
-        if key in table:
-            setattr(r, key, _int(origin, key, table[key], lo, hi))
-    if "vae_tiling" in table:
-        if not isinstance(table["vae_tiling"], bool):
-            _fail(origin, f"run.vae_tiling = {table['vae_tiling']!r} must be true or false")
-        r.vae_tiling = table["vae_tiling"]
+def resolve_run(origin, res):
+    """The harness's `Run` from the planner's resolved workload, refused where the harness has no
+    code path for a resolved value."""
+    kind = _field(origin, res, "task", "workload")
+    table = _field(origin, res, "run", "workload")
+    if kind not in HARNESS_FIXED:
+        _fail(origin, f"a {kind} workload has no calibration step; use an inference, training or diffusion workload")
+    if _field(origin, _field(origin, res, "gpu", "workload"), "count", "gpu") != 1:
+        _fail(origin, "gpu.count: the harness measures one GPU")
+    for key, want in HARNESS_FIXED[kind].items():
+        if _field(origin, table, key, "run") != want:
+            _fail(origin, f"run.{key} = {table[key]!r}: the harness measures only {want!r}")
+    if kind == "diffusion":
+        r = Run(task="diffusion", **{k: _field(origin, table, k, "run") for k in DIFFUSION_RUN_FIELDS})
+    else:
+        r = Run(**{k: _field(origin, table, k, "run") for k in LLM_RUN_FIELDS})
     # What a single-GPU PyTorch process can measure.
     if r.task not in ("inference", "training", "diffusion"):
         _fail(origin, f"run.task = '{r.task}' has no calibration step; use inference, training or diffusion")
@@ -194,23 +164,15 @@ def resolve_run(origin, table):
             _fail(origin, f"run.optimizer = '{r.optimizer}' is not built in; use one of: {', '.join(sorted(HARNESS_OPTIMIZERS))}")
         if r.checkpointing == "selective":
             _fail(origin, "run.checkpointing = 'selective' has no transformers switch; use none or full")
-        if table.get("zero_stage", 0) != 0 or table.get("offload", "none") != "none":
-            _fail(origin, "run.zero_stage/offload: the harness measures one GPU without offload")
         if r.method == "qlora" and r.weights not in QUANTIZED:
             _fail(origin, f"run.method = 'qlora' needs run.weights nf4 or int8, not '{r.weights}'")
         if r.method == "full" and r.weights in QUANTIZED:
             _fail(origin, f"run.weights = '{r.weights}' cannot be fully fine-tuned; use run.method = 'qlora'")
     if r.task == "diffusion" and (r.width % 8 or r.height % 8):
         _fail(origin, f"run.width/height = {r.width}x{r.height} must be multiples of 8 (the VAE's factor)")
-    return r
-
-
-# `[model]` inline architecture field -> transformers config key.
-ARCH_TO_HF = {
-    "layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
-    "kv_heads": "num_key_value_heads", "head_dim": "head_dim", "intermediate": "intermediate_size",
-    "vocab": "vocab_size", "tied_embeddings": "tie_word_embeddings", "max_context": "max_position_embeddings",
-}
+    run = dict(table)
+    run.setdefault("task", r.task)
+    return r, run
 
 
 def _load_json(origin, path):
@@ -225,9 +187,10 @@ def _load_json(origin, path):
             _fail(origin, f"{path}: not valid JSON: {e}")
 
 
-def _llm_from_hf_config(origin, path, repo_root, families):
-    """A config.json as on Hugging Face. Its model is named after the file; the catalog preset of
-    that name, where there is one, gives the published parameter count the plan is checked against."""
+def _llm_from_hf_config(origin, path, arch, families):
+    """A config.json as on Hugging Face, named after the file. Every architecture field it states
+    must be what the planner resolved from it (`arch`), whose parameter count the plan is checked
+    against."""
     d = _load_json(origin, path)
     cfg = {k: v for k, v in d.items() if not k.startswith("_")}
     for key in ("torch_dtype", "transformers_version"):  # file metadata, not architecture
@@ -235,54 +198,27 @@ def _llm_from_hf_config(origin, path, repo_root, families):
     model_type = cfg.pop("model_type", None)
     if model_type not in families:
         _fail(origin, f"{path}: model_type {model_type!r} is not built here; use one of {sorted(families)}")
+    for key, hf in ARCH_TO_HF.items():
+        if hf in cfg and cfg[hf] != arch.get(key):
+            _fail(origin, f"{path}: {hf} = {cfg[hf]!r} but the planner resolved model.{key} = {arch.get(key)!r}")
     name = os.path.splitext(os.path.basename(path))[0]
-    preset = _find_preset(repo_root, name)
-    published = int(preset["params"]) if preset else None
-    return LlmModel(name=name, model_type=model_type, config=cfg, published_params=published)
+    return LlmModel(name=name, model_type=model_type, config=cfg, published_params=int(arch["params"]))
 
 
-def _llm_from_arch(name, arch, published):
-    """A Llama-shaped config from the planner's architecture fields (gated MLP, RMSNorm, RoPE)."""
-    heads = arch["heads"]
+def _llm_from_arch(origin, name, arch):
+    """A Llama-shaped config from the planner's resolved architecture (gated MLP, RMSNorm, RoPE)."""
+    if arch.get("moe") or arch.get("mla") or arch.get("mlp", "gated") != "gated" or arch.get("sliding_window"):
+        _fail(origin, f"model '{name}' is not Llama-shaped; give model.hf_config instead")
     cfg = {
-        "hidden_size": arch["hidden"], "num_hidden_layers": arch["layers"], "num_attention_heads": heads,
-        "num_key_value_heads": arch.get("kv_heads", heads),
-        "head_dim": arch.get("head_dim", arch["hidden"] // heads),
-        "intermediate_size": arch.get("intermediate", 4 * arch["hidden"]), "vocab_size": arch["vocab"],
-        "tie_word_embeddings": bool(arch.get("tied_embeddings", False)),
+        "hidden_size": arch["hidden"], "num_hidden_layers": arch["layers"], "num_attention_heads": arch["heads"],
+        "num_key_value_heads": arch["kv_heads"], "head_dim": arch["head_dim"],
+        "intermediate_size": arch["intermediate"], "vocab_size": arch["vocab"],
+        "tie_word_embeddings": bool(arch["tied_embeddings"]),
+        # transformers needs a length; with no limit in the planner, any length >= seq builds the same
         "max_position_embeddings": arch.get("max_context") or 131072, "rms_norm_eps": 1e-5,
         "hidden_act": "silu",
     }
-    return LlmModel(name=name, model_type="llama", config=cfg, published_params=published)
-
-
-def _find_preset(repo_root, preset_id):
-    with open(os.path.join(repo_root, "presets", "models.toml"), "rb") as f:
-        presets = tomllib.load(f).get("model", [])
-    return next((p for p in presets if p.get("id") == preset_id), None)
-
-
-def _preset(origin, repo_root, preset_id):
-    p = _find_preset(repo_root, preset_id)
-    if p is None:
-        _fail(origin, f"model.preset = '{preset_id}' is not in presets/models.toml; give model.hf_config or the architecture")
-    if p.get("moe") or p.get("mla") or p.get("mlp", "gated") != "gated" or p.get("sliding_window"):
-        _fail(origin, f"model.preset = '{preset_id}' is not Llama-shaped; give model.hf_config instead")
-    return p
-
-
-def _diffusion_preset(repo_root, preset_id):
-    """A diffusion model of presets/diffusion.toml (by id or alias) with its parts' counts."""
-    with open(os.path.join(repo_root, "presets", "diffusion.toml"), "rb") as f:
-        cat = tomllib.load(f)
-    parts = {p["id"]: p for p in cat.get("part", [])}
-    for m in cat.get("model", []):
-        if preset_id == m.get("id") or preset_id in m.get("aliases", []):
-            counts = {"unet": int(m["params"]), "vae": int(parts[m["vae"]]["params"])}
-            for i, te in enumerate(m.get("text_encoders", [])):
-                counts["text_encoder" if i == 0 else f"text_encoder_{i + 1}"] = int(parts[te]["params"])
-            return m["id"], counts
-    return None, {}
+    return LlmModel(name=name, model_type="llama", config=cfg, published_params=int(arch["params"]))
 
 
 def _diffusion_from_index(origin, path, published):
@@ -304,53 +240,44 @@ def _diffusion_from_index(origin, path, published):
     return DiffusionModel(name=name, components=components, published_params=published)
 
 
-def resolve_model(origin, table, base_dir, repo_root, task, families=LLM_FAMILIES):
-    sources = [k for k in ("preset", "hf_config", "file") if k in table]
-    if len(sources) > 1:
-        _fail(origin, "model: give only one of model.preset, model.hf_config, model.file")
-    overrides = {k: v for k, v in table.items() if k in ARCH_TO_HF}
-    if task == "diffusion":
-        # The planner's diffusion presets; the harness builds them from configs/diffusion/<id>/.
-        if sources != ["preset"]:
-            _fail(origin, "model: a diffusion workload names model.preset (see presets/diffusion.toml)")
-        preset_id, published = _diffusion_preset(repo_root, table["preset"])
-        index = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "diffusion", str(preset_id),
+def resolve_model(origin, res, base_dir, families=LLM_FAMILIES):
+    """What to build for the planner's resolved model. Only where the model comes from is read from
+    the file itself (the config.json to build, or the preset's name for the row)."""
+    with open(origin, "rb") as f:
+        table = tomllib.load(f).get("model", {})  # the planner has checked the file already
+    model = _field(origin, res, "model", "workload")
+    if res["task"] == "diffusion":
+        # The planner's diffusion preset; the harness builds it from configs/diffusion/<id>/.
+        preset_id = _field(origin, model, "id", "model")
+        published = {"unet": int(model["params"]), "vae": int(_field(origin, res, "vae", "workload")["params"])}
+        for i, te in enumerate(_field(origin, res, "text_encoders", "workload")):
+            published["text_encoder" if i == 0 else f"text_encoder_{i + 1}"] = int(te["params"])
+        index = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "diffusion", preset_id,
                              "model_index.json")
-        if preset_id is None or not os.path.isfile(index):
-            _fail(origin, f"model.preset = '{table['preset']}' has no diffusers configs under tests/calibration/configs/diffusion/")
+        if not os.path.isfile(index):
+            _fail(origin, f"model '{preset_id}' has no diffusers configs under tests/calibration/configs/diffusion/")
         return _diffusion_from_index(origin, index, published)
     if "file" in table:
         _fail(origin, "model.file: weights files are not read here; give model.hf_config or model.preset")
     if "hf_config" in table:
-        model = _llm_from_hf_config(origin, os.path.join(base_dir, table["hf_config"]), repo_root, families)
-    elif "preset" in table:
-        p = _preset(origin, repo_root, table["preset"])
-        model = _llm_from_arch(p["id"], p, int(p["params"]))
-        if "max_context" in p:
-            model.config["max_position_embeddings"] = p["max_context"]
-    else:
-        missing = [k for k in ("params", "layers", "hidden", "heads", "vocab") if k not in table]
-        if missing:
-            _fail(origin, f"model.{missing[0]} is missing: give model.preset, model.hf_config, or the whole architecture")
-        model = _llm_from_arch("custom", table, int(table["params"]))
-    if overrides:
-        for k, v in overrides.items():
-            model.config[ARCH_TO_HF[k]] = v
-        model.published_params = int(table["params"]) if "params" in table else None
-    return model
+        overrides = sorted(set(table) & set(ARCH_TO_HF))
+        if overrides:
+            _fail(origin, f"model.{overrides[0]}: the harness builds config.json as it is; put the change in the file")
+        return _llm_from_hf_config(origin, os.path.join(base_dir, table["hf_config"]), model, families)
+    return _llm_from_arch(origin, table.get("preset", "custom"), model)
 
 
-def load(path, repo_root, families=LLM_FAMILIES):
-    """Parses, checks and resolves one workload file (an LLM of one of `families`)."""
-    raw = parse_file(path)
-    run = resolve_run(path, raw.get("run", {}))
-    model = resolve_model(path, raw.get("model", {}), os.path.dirname(path), repo_root, run.task, families)
-    if isinstance(model, LlmModel):
-        max_ctx = model.config.get("max_position_embeddings")
-        if max_ctx and run.seq > max_ctx:
-            _fail(path, f"run.seq = {run.seq} is longer than the model supports (max_context {max_ctx})")
+def load(path, binary, families=LLM_FAMILIES, warn=None):
+    """Resolves one workload file with the planner (`binary`), then checks that the harness can
+    build and run it (an LLM of one of `families`). The planner's warnings go to `warn`."""
+    res, notes = resolved(path, binary)
+    for line in notes:
+        if warn:
+            warn(line if path in line else f"{path}: {line}")
+    run, table = resolve_run(path, res)
+    model = resolve_model(path, res, os.path.dirname(path), families)
     stem = os.path.splitext(os.path.basename(path))[0]
-    return Workload(path=path, stem=stem, model=model, run=run)
+    return Workload(path=path, stem=stem, model=model, run=run, resolved_run=table)
 
 
 def collect(paths):
