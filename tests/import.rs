@@ -201,6 +201,14 @@ fn config_counts_round_to_published_sizes() {
         ("bamba-9b.json", 9.78e9, 0.005e9),
         // Hub "31.07B": Qwen3-VL MoE text model (128 experts, 8 per token) and its ViT.
         ("qwen3-vl-30b-a3b-instruct.json", 31.07e9, 0.005e9),
+        // tiiuae/falcon-mamba-7b, Hub "7.27B params": 64 Mamba blocks with the RMSNorms over
+        // Δ, B and C; the pre-decay checkpoint's config has the same shapes (SOURCES.md).
+        ("falcon-mamba-7b-pre-decay.json", 7.27e9, 0.005e9),
+        // Hub "402B params" (model card: 400B total, 17B active): experts with a shared expert
+        // in every second block, dense MLPs of 16384 in the others, a 34-block vision tower.
+        ("llama-4-maverick-17b-128e-instruct.json", 402e9, 0.5e9),
+        // CohereForAI/c4ai-command-r7b-12-2024, Hub "8.03B params": tied 256k vocabulary.
+        ("c4ai-command-r7b-12-2024.json", 8.03e9, 0.005e9),
     ];
     for (file, want, half) in rounded {
         let got = config(file).arch.params;
@@ -429,6 +437,37 @@ fn layer_types_set_the_window_for_any_type() {
     let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
     assert_eq!(m.arch.sliding_window, Some(128));
     assert_eq!(m.arch.global_every, Some(2));
+}
+
+/// `sliding_window_pattern` (Gemma 3's and Cohere2's spelling before `layer_types`) windows
+/// every block but each n-th, for a type whose convention has no window (llama here); stated
+/// without a `sliding_window` it is refused. Cohere2 without either takes its class defaults
+/// (configuration_cohere2.py: pattern 4, window 4096), as the published Command R7B does.
+#[test]
+fn sliding_window_pattern_sets_the_window_for_any_type() {
+    let base = r#""model_type":"llama","hidden_size":64,"num_hidden_layers":4,
+        "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100"#;
+    let m = imp::from_bytes::hf_config(
+        format!(r#"{{{base},"sliding_window":128,"sliding_window_pattern":4}}"#).as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(m.arch.sliding_window, Some(128));
+    assert_eq!(m.arch.global_every, Some(4));
+    let e =
+        imp::from_bytes::hf_config(format!(r#"{{{base},"sliding_window_pattern":4}}"#).as_bytes())
+            .unwrap_err();
+    assert!(e.contains("sliding_window is missing"), "{e}");
+    let c = config("c4ai-command-r7b-12-2024.json").arch;
+    assert_eq!((c.sliding_window, c.global_every), (Some(4096), Some(4)));
+    let bare = imp::from_bytes::hf_config(
+        format!(r#"{{{}}}"#, base.replace("\"llama\"", "\"cohere2\"")).as_bytes(),
+    )
+    .unwrap()
+    .arch;
+    assert_eq!(
+        (bare.sliding_window, bare.global_every),
+        (Some(4096), Some(4))
+    );
 }
 
 /// ModernBERT (answerdotai/ModernBERT-base, 149M) is an encoder this program does not count

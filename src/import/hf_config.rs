@@ -1163,6 +1163,16 @@ fn moe(
 
 fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<ModelArch, String> {
     let window = match conv.sliding {
+        // A config that states its own window pattern (the spelling of Gemma 3 and Cohere2
+        // before layer_types) is windowed whatever its type's convention says.
+        Sliding::None if cfg.raw(&["sliding_window_pattern"]).is_some() => {
+            Some(cfg.u32(&["sliding_window"])?.ok_or_else(|| {
+                format!(
+                    "{}: sliding_window_pattern is set but sliding_window is missing",
+                    cfg.origin
+                )
+            })?)
+        }
         Sliding::None => None,
         Sliding::Window => cfg.u32(&["sliding_window"])?,
         Sliding::Flag if cfg.bool("use_sliding_window").unwrap_or(false) => {
