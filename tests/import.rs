@@ -209,6 +209,9 @@ fn config_counts_round_to_published_sizes() {
         ("llama-4-maverick-17b-128e-instruct.json", 402e9, 0.5e9),
         // CohereForAI/c4ai-command-r7b-12-2024, Hub "8.03B params": tied 256k vocabulary.
         ("c4ai-command-r7b-12-2024.json", 8.03e9, 0.005e9),
+        // ai21labs/AI21-Jamba-1.5-Mini, Hub "51.6B params" (model card: 52B total, 12B active):
+        // attention in every 8th block from 4, 16 experts (2 per token) in every 2nd from 1.
+        ("ai21-jamba-1.5-mini.json", 51.6e9, 0.05e9),
     ];
     for (file, want, half) in rounded {
         let got = config(file).arch.params;
