@@ -608,6 +608,7 @@ fn a_plan_result_answers_a_step_and_shows_its_figures() {
             fits: false,
             needed_bytes: 10 * gib,
             capacity_bytes: 8 * gib,
+            comfy_mode: None,
         }),
         ..Context::default()
     };

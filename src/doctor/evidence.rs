@@ -79,6 +79,25 @@ facts! {
     VramPeakFull,
     SystemMemoryFallback,
     ComfyDynamicVram,
+    // ComfyUI's console log, read by its format strings (comfy_log.rs, comfy_log.toml).
+    /// The card and system memory ComfyUI saw ("Total VRAM … MB, total RAM … MB").
+    ComfyLogCard,
+    /// ComfyUI loads weights the classic way (no dynamic VRAM).
+    ComfyClassicLoading,
+    /// "Set vram state to: …".
+    ComfyVramState,
+    /// A model loaded whole ("loaded completely").
+    ComfyModelLoaded,
+    /// Lines with a known ComfyUI line's words that match none of its formats.
+    ComfyLogUnread,
+    /// The plan is for another card than the log's.
+    ComfyLogOtherCard,
+    /// The plan assumes the other memory mode.
+    ComfyLogOtherMode,
+    /// The plan fits, but ComfyUI loaded partially or ran out of memory.
+    ComfyLogShortOfPlan,
+    /// The plan does not fit, yet ComfyUI loaded every model whole.
+    ComfyLogBeatsPlan,
     EngineDeepspeed,
     /// A traceback through the diffusers package.
     EngineDiffusers,
@@ -169,6 +188,9 @@ pub struct PlanSummary {
     pub fits: bool,
     pub needed_bytes: u64,
     pub capacity_bytes: u64,
+    /// ComfyUI's memory mode the plan assumes (ComfyUI plans only).
+    #[serde(default)]
+    pub comfy_mode: Option<crate::memory::diffusion::comfy::MemoryMode>,
 }
 
 /// Where an observation came from.

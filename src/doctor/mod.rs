@@ -6,6 +6,8 @@
 //!
 //! - `pytorch` + `classify`: figures from PyTorch OOM messages and the cause class they imply.
 //! - `reading`: any pasted text → observations (facts with figures).
+//! - `comfy_log`: ComfyUI's console lines (card, VRAM state, memory mode, each model's load) by
+//!   their format strings in `assets/doctor/comfy_log.toml`, and the log against a plan.
 //! - `evidence`: facts from live numbers, a plan result and the platform, all plain data.
 //! - `live`: the live numbers from the monitor's telemetry session.
 //! - `wizard`: the walk over the trees; `diagnosis`: ranked causes and fixes by cost.
@@ -26,6 +28,7 @@
 //! `WizardState` is plain data (Default + serde): keep it, save it, `back()` it.
 
 pub mod classify;
+pub mod comfy_log;
 pub mod diagnosis;
 pub mod evidence;
 pub mod flat;
@@ -75,6 +78,10 @@ impl Context {
         }
         if let Some(p) = &self.plan {
             out.extend(evidence::observe_plan(p));
+            // A ComfyUI log pasted beside a plan: what ComfyUI did against what was planned.
+            if let Some(log) = reading.and_then(|r| r.comfy_log.as_ref()) {
+                out.extend(comfy_log::compare(log, p));
+            }
         }
         if let Some(p) = self.platform {
             out.push(evidence::observe_platform(p));

@@ -6,6 +6,7 @@
 //! and log prefixes do not matter.
 
 use super::classify::{Classification, LiveSnapshot, classify};
+use super::comfy_log::{self, ComfyLog};
 use super::evidence::{Fact, Observation, Source};
 use super::flat::{self, Flat};
 use super::knowledge::Knowledge;
@@ -32,6 +33,9 @@ pub struct Reading {
     pub signatures: Vec<String>,
     /// Everything established, most telling first (the classes in rank order lead).
     pub observations: Vec<Observation>,
+    /// What ComfyUI's console lines in the text show (comfy_log.rs); absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comfy_log: Option<ComfyLog>,
 }
 
 impl Reading {
@@ -84,6 +88,12 @@ pub fn read(text: &str, kb: &Knowledge, live: Option<&LiveSnapshot>) -> Result<R
     {
         r.observations
             .insert(0, obs(Fact::LlmBufferTooBig, &values));
+    }
+    // ComfyUI's own lines, read by their format strings: ahead of the signatures, whose facts
+    // for the same lines (partial load, dynamic VRAM) then add nothing.
+    if let Some(log) = comfy_log::read(text, comfy_log::Lines::get()) {
+        r.observations.extend(comfy_log::observe(&log, &values));
+        r.comfy_log = Some(log);
     }
     for s in &kb.signatures {
         let hit = s

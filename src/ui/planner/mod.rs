@@ -220,10 +220,20 @@ impl PlannerView {
     pub fn plan_summary(&mut self) -> Option<crate::doctor::PlanSummary> {
         let e = self.evaluate().ok()?;
         let (fits, v) = (e.source.1.fits, e.source.1.verdict);
+        // A ComfyUI plan's memory mode (plan::diffusion `comfyui_memory`).
+        let comfy_mode = e
+            .source
+            .1
+            .plan
+            .details
+            .as_ref()
+            .and_then(|d| d.get("comfyui_memory")?.get("mode").cloned())
+            .and_then(|m| serde_json::from_value(m).ok());
         Some(crate::doctor::PlanSummary {
             fits,
             needed_bytes: v.need_bytes,
             capacity_bytes: v.capacity_bytes,
+            comfy_mode,
         })
     }
 
