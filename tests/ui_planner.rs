@@ -546,6 +546,34 @@ fn a_comfyui_workflow_opens_as_its_peak_pass() {
     h.get_by_label_contains("4 CheckpointLoaderSimple: sd_xl_base_1.0_0.9vae.safetensors → sdxl");
 }
 
+/// Issue 18: the workflow's lines follow the card: on a GTX 1650 (no bf16, 4 GB) the passes are
+/// planned again (fp16 weights, another need), and back on the RTX 4090 they read as before.
+#[test]
+fn a_workflows_lines_are_planned_again_for_another_card() {
+    let png = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/comfy/sdxl_hires_fix.png");
+    let mut h = harness(view(png));
+    h.run();
+    h.get_by_label("Open ComfyUI workflow…").click();
+    h.run();
+    let pass = |h: &Harness<'static, PlannerView>| {
+        let n = h.get_by_label_contains("Pass at node 11:");
+        let n = n.accesskit_node();
+        n.label().or(n.value()).expect("the pass line has a text")
+    };
+    let on_4090 = pass(&h);
+    h.state_mut().workload.gpu.preset = Some("gtx-1650".into());
+    h.run();
+    let on_1650 = pass(&h);
+    assert_ne!(
+        on_1650, on_4090,
+        "the pass is planned again for the GTX 1650"
+    );
+    h.state_mut().workload.gpu.preset = Some("rtx-4090".into());
+    h.run();
+    assert_eq!(pass(&h), on_4090, "back on the RTX 4090");
+}
+
 /// Issue 18: "ComfyUI models folder…" next to "Open ComfyUI workflow…" picks the folder whose
 /// files' headers identify a workflow's models; the choice is kept with the planner's state.
 #[test]

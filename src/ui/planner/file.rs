@@ -4,7 +4,7 @@
 use super::{Family, PlannerView};
 use crate::atomic_write::write_atomic;
 use crate::memory::{Task, WorkloadFile};
-use crate::types::workload::ModelSection;
+use crate::types::workload::{GpuSection, ModelSection};
 use crate::ui::i18n::{tr, trf};
 use crate::ui::widgets::status_ui;
 use egui::Ui;
@@ -66,6 +66,7 @@ impl PlannerView {
                 ui.weak(d.display().to_string());
             }
         });
+        self.replan_workflow();
         for line in &self.workflow_lines {
             ui.label(line);
         }
@@ -191,18 +192,10 @@ impl PlannerView {
     /// --workflow`) and shows its peak pass as a diffusion workload, with the models it loads
     /// and its passes listed under the buttons.
     fn open_workflow_path(&mut self, path: &Path) {
-        let planned = crate::import::comfy::read(path).and_then(|wf| {
-            let gpu = self.workload.gpu.resolve()?;
-            let bus = crate::resolve::diffusion::bus_for(&gpu);
-            let launch = crate::plan::workflow::Launch::from_fields(&self.workload.run)?;
-            let mut answers = crate::plan::workflow::files::Answers::default();
-            if let Some(d) = &self.comfy_models {
-                answers = answers.with_models(crate::plan::workflow::headers::ModelsDir::open(d)?);
-            }
-            crate::plan::workflow::plan(&wf, gpu, bus, &launch, &answers)
-        });
-        let wp = match planned {
-            Ok(wp) => wp,
+        let planned =
+            crate::import::comfy::read(path).and_then(|wf| Ok((self.plan_workflow(&wf)?, wf)));
+        let (wp, wf) = match planned {
+            Ok(p) => p,
             Err(e) => {
                 self.status = Some(Err(e));
                 return;
@@ -237,6 +230,10 @@ impl PlannerView {
             &peak.workload.run,
         );
         self.workflow_lines = workflow_lines(&wp);
+        self.workflow = Some(OpenWorkflow {
+            planned_for: (self.workload.gpu.clone(), self.launch()),
+            workflow: wf,
+        });
         let stage = match wp.peak_stage {
             "text_encode" => tr("text encode"),
             "vae_decode" => tr("VAE decode"),
@@ -278,6 +275,50 @@ impl PlannerView {
 }
 
 /// The workflow's loaders with their memory, its passes and the nodes not modelled.
+/// An opened workflow and the card and launch settings its lines were last planned for.
+#[derive(Debug, Clone)]
+pub(super) struct OpenWorkflow {
+    workflow: crate::import::comfy::Workflow,
+    planned_for: (GpuSection, Option<crate::plan::workflow::Launch>),
+}
+
+impl PlannerView {
+    fn launch(&self) -> Option<crate::plan::workflow::Launch> {
+        crate::plan::workflow::Launch::from_fields(&self.workload.run).ok()
+    }
+
+    /// Plans `wf` on the card and launch settings being planned for (as `plan --workflow`).
+    fn plan_workflow(
+        &self,
+        wf: &crate::import::comfy::Workflow,
+    ) -> Result<crate::plan::workflow::WorkflowPlan, String> {
+        let gpu = self.workload.gpu.resolve()?;
+        let bus = crate::resolve::diffusion::bus_for(&gpu);
+        let launch = crate::plan::workflow::Launch::from_fields(&self.workload.run)?;
+        let mut answers = crate::plan::workflow::files::Answers::default();
+        if let Some(d) = &self.comfy_models {
+            answers = answers.with_models(crate::plan::workflow::headers::ModelsDir::open(d)?);
+        }
+        crate::plan::workflow::plan(wf, gpu, bus, &launch, &answers)
+    }
+
+    /// The workflow's lines follow the card and the launch settings: planned again when either
+    /// changed since (the workload's own knobs, taken from the workflow when it was opened, stay).
+    fn replan_workflow(&mut self) {
+        let now = (self.workload.gpu.clone(), self.launch());
+        let Some(open) = self.workflow.as_ref().filter(|o| o.planned_for != now) else {
+            return;
+        };
+        self.workflow_lines = match self.plan_workflow(&open.workflow) {
+            Ok(wp) => workflow_lines(&wp),
+            Err(e) => vec![e],
+        };
+        if let Some(o) = &mut self.workflow {
+            o.planned_for = now;
+        }
+    }
+}
+
 fn workflow_lines(wp: &crate::plan::workflow::WorkflowPlan) -> Vec<String> {
     use crate::units::human;
     let mut out = vec![tr("Models the workflow loads:").to_string()];

@@ -79,6 +79,10 @@ pub struct PlannerView {
     /// The last opened ComfyUI workflow's models and passes, one line each.
     #[serde(skip)]
     workflow_lines: Vec<String>,
+    /// That workflow and the card and launch settings its lines were planned for: when either
+    /// changes, the lines are planned again (`file::replan_workflow`).
+    #[serde(skip)]
+    workflow: Option<file::OpenWorkflow>,
     /// The knob the memory–speed chart follows: the last of GPU layers and context dragged.
     #[serde(skip)]
     chart_knob: crate::plan::curve::Knob,
@@ -171,6 +175,7 @@ impl Default for PlannerView {
             dialogs: Dialogs::default(),
             history: undo::History::default(),
             workflow_lines: Vec::new(),
+            workflow: None,
             chart_knob: Default::default(),
             chart: chart::Cache::default(),
         }
