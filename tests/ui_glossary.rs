@@ -8,6 +8,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 use std::collections::BTreeSet;
 use vram_doctor::memory::WorkloadFile;
+use vram_doctor::types::dtype::WeightFormat;
 use vram_doctor::ui::glossary::Glossary;
 use vram_doctor::ui::i18n::{self, Lang};
 use vram_doctor::ui::{Tab, VramDoctorApp};
@@ -155,7 +156,13 @@ fn every_jargon_choice_is_explained() {
             if role != Role::ComboBox || plain {
                 continue;
             }
-            for v in choices(&mut h, &label) {
+            for shown in choices(&mut h, &label) {
+                // The GGUF types are listed as "GGUF Q4_0" (`WeightFormat::label`); the
+                // glossary keys them by their spelling in workload files.
+                let v = match shown.parse::<WeightFormat>() {
+                    Ok(f) if f.is_gguf() => f.to_string(),
+                    _ => shown,
+                };
                 if g.choice_entry(&label, &v).is_none() {
                     missing.insert(format!("{label} = {v}"));
                 }

@@ -471,3 +471,170 @@ fn open_in_planner_opens_the_messages_workload_and_is_undone() {
     assert_eq!(w.run.task, None);
     assert_eq!(w.gpu.preset.as_deref(), Some("rtx-3060-12gb"));
 }
+
+fn comfy_on(gib: u32, model: &str, extra: &str) -> App {
+    planner_on(&format!(
+        "[gpu]\nvram_gib = {gib}\n[model]\npreset = \"{model}\"\n[run]\ntask = \"diffusion\"\nengine = \"comfyui\"\n{extra}"
+    ))
+}
+
+/// The line beside the bar that says what streams from system RAM, when something does.
+fn streamed_line(h: &App) -> Option<String> {
+    let lines: Vec<String> = h
+        .query_all_by_label_contains("streamed from system RAM each step, not held in VRAM")
+        .filter_map(|n| n.accesskit_node().label().or(n.accesskit_node().value()))
+        .collect();
+    lines.first().cloned()
+}
+
+/// Picks `choice` in the combo box `label` with the mouse, as a newcomer does.
+fn choose(h: &mut App, label: &str, choice: &str) {
+    h.get_by_role_and_label(Role::ComboBox, label).click();
+    h.run();
+    // A long list scrolls: bring the choice into view first, as a person scrolls to it.
+    h.get_by_role_and_label(Role::Button, choice).scroll_to_me();
+    h.run();
+    h.get_by_role_and_label(Role::Button, choice).click();
+    h.run();
+    h.run();
+}
+
+/// Issue 22 item 8: fp8, a Q4_0 GGUF and `--lowvram` showed the same bar, and "Fits" while most
+/// of the model streamed. Each weight format picked from the list (GGUF ones labelled as GGUF)
+/// changes what streams from system RAM, said beside the bar with the time it costs, and a
+/// streaming run's headline says so.
+#[test]
+fn comfyui_weight_changes_show_what_streams() {
+    let mut h = comfy_on(12, "flux-dev", "");
+    let v = headline(&h);
+    assert!(v.starts_with("Fits only by streaming "), "{v}");
+    let bf16 = streamed_line(&h).expect("Flux bf16 on 12 GiB streams");
+    let fit = result(&mut h).verdict.fit;
+    let vram_doctor::plan::verdict::Fit::Streams { streamed_bytes, .. } = fit else {
+        panic!("{fit:?}")
+    };
+    assert!(
+        bf16.starts_with(&vram_doctor::units::human(streamed_bytes)),
+        "{bf16} / {streamed_bytes}"
+    );
+
+    choose(&mut h, "Weights", "fp8");
+    assert_eq!(
+        h.state().state.planner.workload.run.weights.as_deref(),
+        Some("fp8")
+    );
+    let fp8 = streamed_line(&h);
+    assert_ne!(fp8.as_deref(), Some(bf16.as_str()), "fp8 changes nothing");
+
+    // The GGUF file types are listed as GGUF, not as a bare "q4_0".
+    h.get_by_role_and_label(Role::ComboBox, "Weights").click();
+    h.run();
+    assert!(
+        h.query_by_label("q4_0").is_none(),
+        "a bare q4_0 in the list"
+    );
+    h.key_press(Key::Escape);
+    h.run();
+    choose(&mut h, "Weights", "GGUF Q4_0");
+    assert_eq!(
+        h.state().state.planner.workload.run.weights.as_deref(),
+        Some("q4_0")
+    );
+    let shown = h
+        .get_by_role_and_label(Role::ComboBox, "Weights")
+        .accesskit_node()
+        .value();
+    assert_eq!(
+        shown.as_deref(),
+        Some("GGUF Q4_0"),
+        "the picker shows the pick"
+    );
+    // A 4-bit Flux (6.4 GiB) sits whole on 12 GiB: nothing streams and the verdict says fits.
+    let q4 = headline(&h);
+    assert!(q4.starts_with("Fits with "), "{q4}");
+    assert_eq!(streamed_line(&h), None);
+}
+
+/// The words beside the slowdown agree with its factor: "barely slower" under 1.1×, "much
+/// slower" from 2×, neither between (plan::verdict BARELY_SLOWER, MUCH_SLOWER), on every
+/// streaming run a ComfyUI user meets on 8 and 12 GiB cards.
+#[test]
+fn the_slowdown_words_agree_with_the_factor() {
+    let mut seen = 0;
+    for (gib, model) in [
+        (8, "sdxl"),
+        (8, "flux-dev"),
+        (12, "flux-dev"),
+        (16, "flux-dev"),
+    ] {
+        for extra in ["", "width = 1536\nheight = 1536\n"] {
+            let h = comfy_on(gib, model, extra);
+            let Some(line) = streamed_line(&h) else {
+                continue;
+            };
+            seen += 1;
+            let factor: f64 = line
+                .split("about ")
+                .nth(1)
+                .and_then(|t| t.split('×').next())
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no factor in {line}"));
+            assert_eq!(line.ends_with("barely slower"), factor < 1.1, "{line}");
+            assert_eq!(line.ends_with("much slower"), factor >= 2.0, "{line}");
+            assert!(!line.contains("slowly"), "{line}");
+            let v = headline(&h);
+            assert!(
+                v.contains(&format!("about {factor:.2}× slower")),
+                "{v} / {line}"
+            );
+            let warnings = h.query_all_by_label_contains("it runs, but slowly").count();
+            assert_eq!(warnings, 0, "'runs, but slowly' beside {factor}×");
+        }
+    }
+    assert!(seen >= 2, "too few streaming runs to check: {seen}");
+}
+
+/// The stage whose memory is the peak is named: denoising for Flux at its native size, the
+/// VAE decode for SDXL at 1536² batch 2 with classic loading (residency tests), and the
+/// plan's own peak when the plan moves it.
+#[test]
+fn the_peak_stage_is_named() {
+    let h = comfy_on(24, "flux-dev", "");
+    h.get_by_label("Peak memory: during denoising");
+    let h = comfy_on(
+        8,
+        "sdxl",
+        "width = 1536\nheight = 1536\nbatch = 2\ndynamic_vram = \"off\"\n",
+    );
+    h.get_by_label("Peak memory: during VAE decode");
+}
+
+/// The export says which settings it shows, and the user picks: the recommended plan (fp8
+/// weights for Flux on 12 GiB) or the current settings (bf16 as set).
+#[test]
+fn the_export_says_and_picks_current_settings_or_the_plan() {
+    let mut h = comfy_on(12, "flux-dev", "");
+    let preview = |h: &App| -> String {
+        h.query_all_by_label_contains("python main.py")
+            .filter_map(|n| n.accesskit_node().value().or(n.accesskit_node().label()))
+            .next()
+            .expect("a ComfyUI export preview")
+    };
+    let plan = preview(&h);
+    assert!(plan.contains("--fp8_e4m3fn-unet"), "{plan}");
+    h.get_by_role_and_label(Role::RadioButton, "current settings")
+        .click();
+    h.run();
+    h.run();
+    let current = preview(&h);
+    assert!(!current.contains("fp8"), "{current}");
+    h.get_by_role_and_label(Role::RadioButton, "recommended plan")
+        .click();
+    h.run();
+    h.run();
+    assert_eq!(preview(&h), plan);
+    // A run the plan leaves alone says so instead of offering the pick.
+    let h = comfy_on(24, "sdxl", "");
+    h.get_by_label("Shows the current settings (the plan changes nothing)");
+    assert!(h.query_by_label("current settings").is_none());
+}

@@ -91,11 +91,16 @@ fn doctor_in_chinese() {
     snapshot(&mut h, "doctor_zh");
 }
 
-/// The planner's verdict in its three cases besides "fits" (the `planner` image): ComfyUI
-/// streaming Flux weights from system RAM on 12 GiB, and an LLM that does not fit.
+/// The planner's verdict in its three cases (the `planner` image is an LLM that fits): ComfyUI
+/// fitting a GGUF Q4_0 Flux whole on 12 GiB, ComfyUI streaming the bf16 one from system RAM
+/// (the hatched box under the bar), and an LLM that does not fit.
 #[test]
-fn verdicts_streaming_and_short() {
+fn verdicts_fits_streaming_and_short() {
     for (name, toml) in [
+        (
+            "verdict_fits",
+            "[gpu]\nvram_gib = 12\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"comfyui\"\nweights = \"q4_0\"\n",
+        ),
         (
             "verdict_streams",
             "[gpu]\nvram_gib = 12\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"comfyui\"\n",

@@ -115,6 +115,46 @@ pub fn kinds_for(w: &AnyWorkload, r: &PlanResult) -> Vec<ExportKind> {
     kinds_for_os(w, r, Os::current())
 }
 
+/// Which settings an export writes: the recommended plan's (the default everywhere) or the
+/// workload's as it stands, for a user who wants to run what they set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    #[default]
+    Plan,
+    Current,
+}
+
+impl Basis {
+    /// The workload an export on this basis is rendered from.
+    fn workload(self, w: &AnyWorkload, r: &PlanResult) -> AnyWorkload {
+        match self {
+            Basis::Plan => planned(w, r),
+            Basis::Current => w.clone(),
+        }
+    }
+}
+
+/// Whether the plan changes the workload at all (when not, both bases export the same).
+pub fn plan_changes(w: &AnyWorkload, r: &PlanResult) -> bool {
+    planned(w, r) != *w
+}
+
+/// [`kinds_for`] on `basis`: the exports that apply to the workload it renders.
+pub fn kinds_as(w: &AnyWorkload, r: &PlanResult, basis: Basis) -> Vec<ExportKind> {
+    kinds_of(&basis.workload(w, r), Os::current())
+}
+
+/// [`render`] on `basis`.
+pub fn render_as(
+    kind: ExportKind,
+    w: &AnyWorkload,
+    r: &PlanResult,
+    basis: Basis,
+) -> Result<String, String> {
+    render_on(kind, w, r, Os::current(), basis)
+}
+
 /// `kinds_for` for a given OS. The plan counts: a plan that switches to LoRA brings the PEFT
 /// export in.
 pub fn kinds_for_os(w: &AnyWorkload, r: &PlanResult, os: Os) -> Vec<ExportKind> {
@@ -185,7 +225,18 @@ pub fn render_for(
     r: &PlanResult,
     os: Os,
 ) -> Result<String, String> {
-    let p = planned(w, r);
+    render_on(kind, w, r, os, Basis::Plan)
+}
+
+/// The one renderer: `kind` of the workload `basis` takes, for `os`.
+fn render_on(
+    kind: ExportKind,
+    w: &AnyWorkload,
+    r: &PlanResult,
+    os: Os,
+    basis: Basis,
+) -> Result<String, String> {
+    let p = basis.workload(w, r);
     let kinds = kinds_of(&p, os);
     if !kinds.contains(&kind) {
         return Err(format!(

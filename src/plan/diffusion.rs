@@ -6,7 +6,7 @@
 //! counts as a speed cost like any other strategy.
 
 use crate::memory::diffusion::comfy::{ComfyMemory, MemoryMode};
-use crate::memory::diffusion::residency::place;
+use crate::memory::diffusion::residency::{Stage, place};
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
 use crate::plan::verdict::diffusion_fits_with_margin;
 use crate::types::dtype::WeightFormat;
@@ -209,6 +209,11 @@ pub struct DiffusionPlan {
     pub max_height: u32,
     pub max_batch: u32,
     pub why: String,
+    /// The stage whose memory is the peak of the run as given (text encoding, denoising or
+    /// the VAE decode).
+    pub peak_stage: Stage,
+    /// The stage that peaks with the plan applied.
+    pub planned_peak_stage: Stage,
     /// ComfyUI's memory mode the plan assumes, and why (absent for diffusers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comfyui_memory: Option<ComfyMemory>,
@@ -343,6 +348,8 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
             max_height: mh,
             max_batch: max_batch(w),
             why: "no combination of up to three changes fits this card; lower the resolution or use a card with more memory".into(),
+            peak_stage: place(w).peak,
+            planned_peak_stage: place(w).peak,
             comfyui_memory: w.comfy_memory(),
             ..Default::default()
         };
@@ -387,6 +394,8 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
         max_height: mh,
         max_batch: max_batch(&planned),
         why,
+        peak_stage: place(w).peak,
+        planned_peak_stage: place(&planned).peak,
         comfyui_memory: planned.comfy_memory(),
     }
 }

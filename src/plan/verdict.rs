@@ -27,6 +27,14 @@ pub enum Fit {
     Short,
 }
 
+/// Below this factor a slowdown is "barely slower": people tell two durations of seconds apart
+/// only when they differ by about 10% or more (the Weber fraction for time intervals; Grondin
+/// 2001, "From physical time to the first and second moments of psychological time",
+/// Psychological Bulletin 127(1):22-44), so a 1.02x run does not feel slow.
+pub const BARELY_SLOWER: f64 = 1.1;
+/// From this factor on, "much slower": each image takes twice as long or more.
+pub const MUCH_SLOWER: f64 = 2.0;
+
 /// The verdict and its figures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -70,7 +78,7 @@ impl Verdict {
                 slowdown,
             } => {
                 values.push(("streamed", human(streamed_bytes)));
-                values.push(("slowdown", format!("{slowdown:.1}")));
+                values.push(("slowdown", format!("{slowdown:.2}")));
                 if self.need_bytes > self.capacity_bytes {
                     "Fits only by streaming {streamed} from system RAM every step (about {slowdown}× slower): needs {need} of {cap} to stay in VRAM"
                 } else {
@@ -108,6 +116,32 @@ impl Verdict {
                 ],
             )
         })
+    }
+
+    /// How much slower the streaming costs, in words that agree with the factor, as a template
+    /// like [`Self::template`]; `None` when nothing streams.
+    pub fn pace_template(&self) -> Option<(&'static str, Vec<(&'static str, String)>)> {
+        let Fit::Streams {
+            streamed_bytes,
+            slowdown,
+        } = self.fit
+        else {
+            return None;
+        };
+        let template = if slowdown < BARELY_SLOWER {
+            "{streamed} streamed from system RAM each step, not held in VRAM: about {slowdown}× the time, barely slower"
+        } else if slowdown < MUCH_SLOWER {
+            "{streamed} streamed from system RAM each step, not held in VRAM: about {slowdown}× the time"
+        } else {
+            "{streamed} streamed from system RAM each step, not held in VRAM: about {slowdown}× the time, much slower"
+        };
+        Some((
+            template,
+            vec![
+                ("streamed", human(streamed_bytes)),
+                ("slowdown", format!("{slowdown:.2}")),
+            ],
+        ))
     }
 
     /// Whether it runs at all (in VRAM or by streaming).
@@ -284,6 +318,34 @@ mod tests {
         };
         assert!(streamed_bytes > 0 && slowdown > 1.0, "{v:?}");
         assert!(v.need_bytes > v.capacity_bytes);
+    }
+
+    /// Issue 22: "runs, but slowly" beside "1.02× the time". The words follow the factor at
+    /// the thresholds, and a run that streams nothing has no pace to tell.
+    #[test]
+    fn the_pace_words_follow_the_factor() {
+        let at = |slowdown: f64| {
+            let cap = gib_to_bytes(12.0);
+            let s = Fit::Streams {
+                streamed_bytes: 1 << 30,
+                slowdown,
+            };
+            let (t, v) = Verdict::of(cap, cap * 2, cap, Some(s))
+                .pace_template()
+                .unwrap();
+            fill(t, &v)
+        };
+        assert!(
+            at(1.02).ends_with("about 1.02× the time, barely slower"),
+            "{}",
+            at(1.02)
+        );
+        assert!(at(BARELY_SLOWER).ends_with("about 1.10× the time"));
+        assert!(at(1.99).ends_with("about 1.99× the time"));
+        assert!(at(MUCH_SLOWER).ends_with("about 2.00× the time, much slower"));
+        assert!(at(1.5).starts_with("1.00 GiB streamed from system RAM each step"));
+        let cap = gib_to_bytes(12.0);
+        assert_eq!(Verdict::of(1, 1, cap, None).pace_template(), None);
     }
 
     /// Never "fits" with nothing to spare: inside the margin is short, by what the margin misses.

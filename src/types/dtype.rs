@@ -321,7 +321,11 @@ impl FromStr for WeightFormat {
             "w4a16" | "w4a16-int4" => WeightFormat::W4a16,
             "w8a8" | "w8a8-int8" => WeightFormat::W8a8,
             "nvfp4" => WeightFormat::Nvfp4,
-            other => match GGUF_NAMES.iter().find(|(n, _)| *n == other) {
+            // The GGUF formats as pickers label them ("GGUF Q4_0", `WeightFormat::label`).
+            other => match GGUF_NAMES
+                .iter()
+                .find(|(n, _)| *n == other.strip_prefix("gguf ").unwrap_or(other))
+            {
                 Some((_, t)) => WeightFormat::Gguf(*t),
                 None => return Err(format!("unknown weight format '{s}'")),
             },
@@ -367,6 +371,16 @@ impl<'de> Deserialize<'de> for WeightFormat {
 }
 
 impl WeightFormat {
+    /// The format as people know it: the GGUF file types by their container and upper-case
+    /// type name, as llama.cpp's `llama-quantize --help` and ComfyUI-GGUF's file names spell them
+    /// ("GGUF Q4_0"), the others by their spelling in workload files. It parses back.
+    pub fn label(self) -> String {
+        match self {
+            WeightFormat::Gguf(t) => format!("GGUF {}", t.name().to_ascii_uppercase()),
+            other => other.to_string(),
+        }
+    }
+
     pub fn is_gguf(self) -> bool {
         matches!(self, WeightFormat::Gguf(_))
     }
@@ -498,6 +512,8 @@ mod tests {
             let f: WeightFormat = name.parse().unwrap();
             let back: WeightFormat = f.to_string().parse().unwrap();
             assert_eq!(f, back, "{name}");
+            assert_eq!(f.label().parse::<WeightFormat>(), Ok(f), "{name}");
+            assert_eq!(f.is_gguf(), f.label().starts_with("GGUF "), "{name}");
         }
         assert!("q9_k".parse::<WeightFormat>().is_err());
     }

@@ -45,11 +45,25 @@ impl Segment<'_> {
     }
 }
 
+/// Weights read from system RAM every step: not VRAM, so drawn apart from the bar, hollow and
+/// hatched, on the bar's scale, with a sentence that says so and what it costs in time.
+pub struct Streamed {
+    pub bytes: u64,
+    pub text: String,
+}
+
 /// Draws `parts` stacked left to right, a vertical line at `capacity`, and a thinner one
 /// `margin` bytes before it (the safety margin a plan leaves free). The scale leaves room for
 /// whichever is larger, so an overflow shows past the line. Each segment is a widget of its own
-/// (labelled "name: size"), whose tooltip says what the part is.
-pub fn stacked_bar(ui: &mut Ui, parts: &[Segment], capacity: u64, margin: u64) {
+/// (labelled "name: size"), whose tooltip says what the part is. `streamed`, when some weights
+/// are streamed, is drawn under the bar on the same scale.
+pub fn stacked_bar(
+    ui: &mut Ui,
+    parts: &[Segment],
+    capacity: u64,
+    margin: u64,
+    streamed: Option<&Streamed>,
+) {
     let total: u64 = parts.iter().map(|p| p.bytes).fold(0, u64::saturating_add);
     let scale = total.max(capacity).max(1) as f32 * 1.04;
     let size = Vec2::new(ui.available_width(), 30.0);
@@ -105,6 +119,35 @@ pub fn stacked_bar(ui: &mut Ui, parts: &[Segment], capacity: u64, margin: u64) {
             &[("cap", &human(capacity)), ("margin", &human(margin))],
         ));
     });
+    if let Some(st) = streamed {
+        streamed_row(ui, st, scale);
+    }
+}
+
+/// The streamed weights as a hollow, hatched box (no fill: they hold no VRAM) `bytes / scale`
+/// of the width long, the sentence beside it; one widget labelled with the sentence.
+fn streamed_row(ui: &mut Ui, st: &Streamed, scale: f32) {
+    let size = Vec2::new(ui.available_width(), 16.0);
+    let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
+    response.widget_info(|| WidgetInfo::labeled(egui::Role::Meter, true, &st.text));
+    response.on_hover_text(&st.text);
+    let w = (rect.width() * (st.bytes as f32 / scale)).min(rect.width());
+    let boxed = egui::Rect::from_min_size(rect.min, Vec2::new(w, rect.height()));
+    let painter = ui.painter_at(boxed.expand(1.0));
+    let stroke = Stroke::new(1.5, ui.visuals().warn_fg_color);
+    let mut x = boxed.left() - boxed.height();
+    while x < boxed.right() {
+        painter.line_segment(
+            [
+                egui::pos2(x, boxed.bottom()),
+                egui::pos2(x + boxed.height(), boxed.top()),
+            ],
+            Stroke::new(1.0, stroke.color.gamma_multiply(0.6)),
+        );
+        x += 8.0;
+    }
+    painter.rect_stroke(boxed, 2.0, stroke, StrokeKind::Inside);
+    ui.colored_label(ui.visuals().warn_fg_color, &st.text);
 }
 
 /// The legend under the bar: a swatch, the part's name and its size, one per line; the name

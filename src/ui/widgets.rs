@@ -1,6 +1,7 @@
 //! Input widgets the views share: a searchable catalog picker, choice and
 //! spelling combo boxes, count sliders, and the one-line outcome of a file action.
 
+use crate::types::dtype::WeightFormat;
 use crate::ui::glossary;
 use crate::ui::i18n::{tr, trf};
 use egui::{ComboBox, Response, Slider, Ui};
@@ -173,12 +174,32 @@ pub fn pick<T: Copy + PartialEq + Display>(
 
 /// A combo box over spellings of a string-valued field (`run.weights`, `run.resolution` …).
 pub fn pick_name(ui: &mut Ui, label: &str, names: &[&str], current: &str) -> Option<String> {
+    pick_shown(ui, label, names, current, str::to_string)
+}
+
+/// A combo box over `run.weights` spellings, each shown as people know the format ("GGUF Q4_0",
+/// `WeightFormat::label`); a spelling that does not parse is shown as it is.
+pub fn pick_weights(ui: &mut Ui, label: &str, names: &[&str], current: &str) -> Option<String> {
+    pick_shown(ui, label, names, current, |n| {
+        n.parse::<WeightFormat>()
+            .map_or_else(|_| n.to_string(), WeightFormat::label)
+    })
+}
+
+/// [`pick_name`] with each spelling shown as `show` writes it.
+fn pick_shown(
+    ui: &mut Ui,
+    label: &str,
+    names: &[&str],
+    current: &str,
+    show: impl Fn(&str) -> String,
+) -> Option<String> {
     let mut chosen = current;
     let combo = ComboBox::from_label(label)
-        .selected_text(current)
+        .selected_text(show(current))
         .show_ui(ui, |ui| {
             for n in names {
-                let item = ui.selectable_value(&mut chosen, *n, *n);
+                let item = ui.selectable_value(&mut chosen, *n, show(n));
                 if let Some(about) = glossary::choice(label, n) {
                     item.on_hover_text(about);
                 }

@@ -45,16 +45,26 @@ fn comfy_decode_estimate(w: &DiffusionWorkload, vae_fp32: bool) -> f64 {
 /// the transformer stages reuse same-sized blocks.
 const FRAGMENTATION: [f64; 3] = [0.1, 0.1, 0.7];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     Encode,
+    #[default]
     Denoise,
     Decode,
 }
 
 impl Stage {
     pub const ALL: [Stage; 3] = [Stage::Encode, Stage::Denoise, Stage::Decode];
+
+    /// What the pipeline does in the stage, for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            Stage::Encode => "text encoding",
+            Stage::Denoise => "denoising",
+            Stage::Decode => "VAE decode",
+        }
+    }
 }
 
 /// What one stage holds on the GPU.
@@ -470,7 +480,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
     if dynamic && p.streamed_bytes > 0.0 {
         let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
         b.warn(format!(
-            "dynamic VRAM: {} of the model's {} stay resident, {} streamed from system RAM every step — it runs, but slowly",
+            "dynamic VRAM: {} of the model's {} stay resident, {} streamed from system RAM every step",
             human((denoiser - p.streamed_bytes) as u64),
             human(denoiser as u64),
             human(p.streamed_bytes as u64)
@@ -491,7 +501,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         // nothing when the decode peaks after the denoiser was unloaded).
         let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
         b.warn(format!(
-            "ComfyUI will load the model partially ('loaded partially'): {} of {} streamed from system RAM every step — it runs, but slowly",
+            "ComfyUI will load the model partially ('loaded partially'): {} of {} streamed from system RAM every step",
             human(p.streamed_bytes as u64),
             human(denoiser as u64)
         ));

@@ -11,7 +11,7 @@ use crate::plan::diffusion::DiffusionPlan;
 use crate::types::workload::ModelSection;
 use crate::ui::i18n::{tr, trf};
 use crate::ui::widgets::{
-    count_slider, flag, gib_slider, other_programs, pick, pick_name, search_pick, stepped_slider,
+    count_slider, flag, gib_slider, other_programs, pick, pick_weights, search_pick, stepped_slider,
 };
 use egui::Ui;
 
@@ -90,7 +90,7 @@ pub fn inputs_ui(
 
     ui.heading(tr("Precision"));
     let names = weight_names();
-    if let Some(v) = pick_name(ui, tr("Weights"), &names, &r.weights.to_string()) {
+    if let Some(v) = pick_weights(ui, tr("Weights"), &names, &r.weights.to_string()) {
         f.weights = Some(v);
     }
     if let Some(first) = r.text_encoder_weights.first() {
@@ -100,7 +100,7 @@ pub fn inputs_ui(
         } else {
             tr("mixed").to_string()
         };
-        if let Some(v) = pick_name(ui, tr("Text encoder weights"), &names, &shown) {
+        if let Some(v) = pick_weights(ui, tr("Text encoder weights"), &names, &shown) {
             f.text_encoder_weights = Some(v);
         }
     }
@@ -194,6 +194,16 @@ pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan) -> bool {
         apply = ui.button(tr("Apply plan")).clicked();
     } else {
         ui.label(tr(&p.why));
+    }
+    ui.label(trf(
+        "Peak memory: during {stage}",
+        &[("stage", &tr(p.peak_stage.label()))],
+    ));
+    if !p.strategies.is_empty() && p.planned_peak_stage != p.peak_stage {
+        ui.label(trf(
+            "With the plan, peak memory: during {stage}",
+            &[("stage", &tr(p.planned_peak_stage.label()))],
+        ));
     }
     if p.max_width == 0 {
         ui.label(tr("No image size fits this card."));

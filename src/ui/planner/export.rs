@@ -2,7 +2,7 @@
 //! kind), a preview, copy and save, and a one-click "Save report…" for the Markdown report.
 
 use crate::atomic_write::write_atomic;
-use crate::export::{self, ExportKind};
+use crate::export::{self, Basis, ExportKind};
 use crate::memory::any::AnyWorkload;
 use crate::plan::PlanResult;
 use crate::ui::files::Dialogs;
@@ -22,6 +22,8 @@ type Source = Arc<(AnyWorkload, PlanResult)>;
 pub struct ExportView {
     /// The format the user picked; the first one that applies when unset or not applicable.
     kind: Option<ExportKind>,
+    /// Whether the export writes the recommended plan or the current settings.
+    basis: Basis,
     /// The formats and the text for one estimate, rendered again only when either changes.
     #[serde(skip)]
     cache: Option<Rendered>,
@@ -32,18 +34,20 @@ pub struct ExportView {
 
 struct Rendered {
     source: Source,
+    basis: Basis,
     kinds: Vec<ExportKind>,
     kind: Option<ExportKind>,
     text: Result<String, String>,
 }
 
 impl ExportView {
-    /// The formats and text for `source`, from the cache when neither it nor the format changed.
-    fn refresh(&mut self, source: &Source) -> &Rendered {
-        let same = |c: &Rendered| Arc::ptr_eq(&c.source, source);
+    /// The formats and text for `source` on `basis`, from the cache when neither they nor the
+    /// format changed.
+    fn refresh(&mut self, source: &Source, basis: Basis) -> &Rendered {
+        let same = |c: &Rendered| Arc::ptr_eq(&c.source, source) && c.basis == basis;
         let kinds = match &self.cache {
             Some(c) if same(c) => c.kinds.clone(),
-            _ => export::kinds_for(&source.0, &source.1),
+            _ => export::kinds_as(&source.0, &source.1, basis),
         };
         let kind = self
             .kind
@@ -54,11 +58,12 @@ impl ExportView {
             (Some(c), false) => c.text.clone(),
             _ => kind.map_or_else(
                 || Err(tr("No export applies to this workload").to_string()),
-                |k| export::render(k, &source.0, &source.1),
+                |k| export::render_as(k, &source.0, &source.1, basis),
             ),
         };
         self.cache.insert(Rendered {
             source: source.clone(),
+            basis,
             kinds,
             kind,
             text,
@@ -76,7 +81,8 @@ impl ExportView {
                 };
             }
         });
-        let r = self.refresh(source);
+        let basis = self.basis_ui(ui, source);
+        let r = self.refresh(source, basis);
         let (kinds, current) = (r.kinds.clone(), r.kind);
         let text = r.text.clone();
         let mut chosen = current;
@@ -117,6 +123,29 @@ impl ExportView {
             }
         }
         status_ui(ui, &self.status);
+    }
+}
+
+impl ExportView {
+    /// Which settings the export shows, said and picked: the recommended plan or the current
+    /// settings; only said when the plan changes nothing. Returns the basis to render.
+    fn basis_ui(&mut self, ui: &mut Ui, source: &Source) -> Basis {
+        if !export::plan_changes(&source.0, &source.1) {
+            ui.label(tr("Shows the current settings (the plan changes nothing)"));
+            return Basis::Current;
+        }
+        ui.horizontal(|ui| {
+            ui.label(tr("Shows:"));
+            for (b, label) in [
+                (Basis::Plan, tr("recommended plan")),
+                (Basis::Current, tr("current settings")),
+            ] {
+                if ui.radio_value(&mut self.basis, b, label).changed() {
+                    self.status = None;
+                }
+            }
+        });
+        self.basis
     }
 }
 

@@ -11,7 +11,9 @@ use crate::types::arch::ModelArch;
 use crate::types::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
 use crate::types::workload::{ModelSection, RunSection};
 use crate::ui::i18n::{tr, tr_template, trf};
-use crate::ui::widgets::{count_slider, explained, other_programs, pick, pick_name, search_pick};
+use crate::ui::widgets::{
+    count_slider, explained, other_programs, pick, pick_name, pick_weights, search_pick,
+};
 use crate::units::human;
 use egui::{Slider, Ui};
 
@@ -65,7 +67,7 @@ pub fn inputs_ui(
 
     ui.heading(tr("Run"));
     let f = &mut w.run;
-    if let Some(v) = pick_name(ui, tr("Weights"), WEIGHT_NAMES, &r.weights.to_string()) {
+    if let Some(v) = pick_weights(ui, tr("Weights"), WEIGHT_NAMES, &r.weights.to_string()) {
         f.weights = Some(v);
     }
     if let Some(v) = pick(ui, tr("Engine"), Engine::ALL, r.engine) {

@@ -48,11 +48,20 @@ pub fn details_ui(ui: &mut Ui, e: &Estimate) {
             about: glossary::part(&c.id, &c.label),
         })
         .collect();
+    let v = &e.source.1.verdict;
+    let streamed = match (v.fit, v.pace_template()) {
+        (Fit::Streams { streamed_bytes, .. }, Some((template, values))) => Some(bar::Streamed {
+            bytes: streamed_bytes,
+            text: tr_template(template, &values),
+        }),
+        _ => None,
+    };
     bar::stacked_bar(
         ui,
         &parts,
         b.capacity_bytes,
-        e.source.1.verdict.margin_bytes,
+        v.margin_bytes,
+        streamed.as_ref(),
     );
     ui.add_space(6.0);
     bar::legend(ui, &parts);
