@@ -81,7 +81,7 @@ fn speed_is_within_30_percent_of_every_published_row() {
         .rows
         .iter()
         .filter(|x| x.rel_error() > 0.30)
-        .map(|x| (&x.id, x.measured_tokens_per_s, x.estimated_tokens_per_s))
+        .map(|x| (&x.id, x.measured_per_s, x.estimated_per_s))
         .collect();
     assert!(off.is_empty(), "rows off by more than 30%: {off:?}");
     let all = kinds["ALL speed"];
@@ -108,8 +108,7 @@ fn speed_is_within_30_percent_median_on_held_out_rows() {
     );
     // No row is in both sets: held out means not fitted on.
     let fitted = vram_doctor::accuracy::speed_rows::run(include_str!("data/speed-llama-cpp.jsonl"));
-    let key =
-        |r: &vram_doctor::accuracy::speed_rows::SpeedResult| r.measured_tokens_per_s.to_bits();
+    let key = |r: &vram_doctor::accuracy::speed_rows::SpeedResult| r.measured_per_s.to_bits();
     for r in &held.rows {
         assert!(
             fitted.rows.iter().all(|f| key(f) != key(r)),
@@ -117,4 +116,37 @@ fn speed_is_within_30_percent_median_on_held_out_rows() {
             r.id
         );
     }
+}
+
+/// The diffusion speed estimate against published step times (tests/data/speed-diffusion.jsonl,
+/// the rows `speed::diffusion::DENOISE_EFFICIENCY` was fitted on): every row within ±20%. The
+/// held-out rows (tests/data/speed-diffusion-held-out.jsonl) are all estimated and none repeats
+/// an in-sample figure; their median error is the one the README reports (105%: the RTX 6000
+/// Ada does not reach its data-sheet rate) and must not grow.
+#[test]
+fn diffusion_speed_against_published_step_times() {
+    use vram_doctor::accuracy::diffusion_speed_rows::run;
+    let r = run(include_str!("data/speed-diffusion.jsonl"));
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert!(r.rows.len() >= 3, "rows {}", r.rows.len());
+    let off: Vec<_> = r
+        .rows
+        .iter()
+        .filter(|x| x.rel_error() > 0.20)
+        .map(|x| (&x.id, x.measured_per_s, x.estimated_per_s))
+        .collect();
+    assert!(off.is_empty(), "rows off by more than 20%: {off:?}");
+    let held = run(include_str!("data/speed-diffusion-held-out.jsonl"));
+    assert!(held.skipped.is_empty(), "{:?}", held.skipped);
+    assert!(held.rows.len() >= 5, "rows {}", held.rows.len());
+    let key = |x: &vram_doctor::accuracy::speed_rows::SpeedResult| x.measured_per_s.to_bits();
+    for h in &held.rows {
+        assert!(
+            r.rows.iter().all(|f| key(f) != key(h)),
+            "{} repeats an in-sample figure",
+            h.id
+        );
+    }
+    let median = held.by_kind()["ALL speed"].median;
+    assert!(median <= 1.10, "held-out median {median:.3}");
 }

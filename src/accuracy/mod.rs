@@ -6,6 +6,7 @@
 //! either becomes a [`Case`] or is skipped with a reason.
 
 mod diffusion_rows;
+pub mod diffusion_speed_rows;
 mod llm_rows;
 mod measured_rows;
 mod report;

@@ -150,16 +150,17 @@ impl SpeedRow {
 pub struct SpeedResult {
     pub id: String,
     pub kind: String,
-    pub measured_tokens_per_s: f64,
-    pub estimated_tokens_per_s: f64,
+    /// What the figures count per second: `tokens/s` (LLM rows) or `steps/s` (diffusion rows).
+    pub unit: &'static str,
+    pub measured_per_s: f64,
+    pub estimated_per_s: f64,
     /// What the estimate assumed (`speed::Speed::basis`).
     pub basis: String,
 }
 
 impl SpeedResult {
     pub fn rel_error(&self) -> f64 {
-        ((self.estimated_tokens_per_s - self.measured_tokens_per_s) / self.measured_tokens_per_s)
-            .abs()
+        ((self.estimated_per_s - self.measured_per_s) / self.measured_per_s).abs()
     }
 }
 
@@ -199,10 +200,9 @@ impl SpeedReport {
                     "{:<6} {:<28} {:>8.1}/s {:>8.1}/s {:>6.1}%",
                     r.id,
                     r.kind,
-                    r.measured_tokens_per_s,
-                    r.estimated_tokens_per_s,
-                    100.0 * (r.estimated_tokens_per_s - r.measured_tokens_per_s)
-                        / r.measured_tokens_per_s
+                    r.measured_per_s,
+                    r.estimated_per_s,
+                    100.0 * (r.estimated_per_s - r.measured_per_s) / r.measured_per_s
                 );
             }
             let _ = writeln!(s);
@@ -210,7 +210,14 @@ impl SpeedReport {
         let _ = writeln!(
             s,
             "{:<28} {:>5} {:>9} {:>9} {:>9}",
-            "SPEED (tokens/s)", "ROWS", "MEDIAN", "P90", "MAX"
+            format!(
+                "SPEED ({})",
+                self.rows.first().map_or("tokens/s", |r| r.unit)
+            ),
+            "ROWS",
+            "MEDIAN",
+            "P90",
+            "MAX"
         );
         for (k, st) in self.by_kind() {
             let max = self
@@ -263,8 +270,9 @@ pub fn run(jsonl: &str) -> SpeedReport {
             Ok((e, basis)) => report.rows.push(SpeedResult {
                 kind: row.kind(),
                 id: row.id,
-                measured_tokens_per_s: row.tokens_per_s,
-                estimated_tokens_per_s: e,
+                unit: "tokens/s",
+                measured_per_s: row.tokens_per_s,
+                estimated_per_s: e,
                 basis,
             }),
             Err(why) => report.skipped.push((row.id, why)),
@@ -299,12 +307,12 @@ mod tests {
         ));
         assert_eq!(r.rows[0].kind, "prefill, layers split");
         // A split is slower than the full offload on the same card.
-        let full = run(&row(r#""test":"tg128","tokens_per_s":1"#)).rows[0].estimated_tokens_per_s;
+        let full = run(&row(r#""test":"tg128","tokens_per_s":1"#)).rows[0].estimated_per_s;
         let split = run(&row(
             r#""test":"tg128","gpu_layers":20,"host_ram_gbps":51.2,"tokens_per_s":1"#,
         ))
         .rows[0]
-            .estimated_tokens_per_s;
+            .estimated_per_s;
         assert!(split < 0.6 * full, "{split} vs {full}");
     }
 
@@ -345,7 +353,7 @@ mod tests {
                 r#""test":"{test}","ubatch":1,"tokens_per_s":1"#
             )))
             .rows[0]
-                .estimated_tokens_per_s
+                .estimated_per_s
         };
         assert!(at("pp512@d32768") < 0.8 * at("pp512"));
     }

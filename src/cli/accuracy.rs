@@ -16,6 +16,12 @@ pub struct AccuracyArgs {
     /// Published measurements kept out of every fitted constant: the speed model's held-out check.
     #[arg(long, default_value = SPEED_HELD_OUT)]
     pub speed_held_out: PathBuf,
+    /// Published diffusion step times the diffusion speed estimate was fitted on.
+    #[arg(long, default_value = DIFFUSION_SPEED_REFERENCE)]
+    pub diffusion_speed_reference: PathBuf,
+    /// Published diffusion step times kept out of the fit: the diffusion speed held-out check.
+    #[arg(long, default_value = DIFFUSION_SPEED_HELD_OUT)]
+    pub diffusion_speed_held_out: PathBuf,
     /// Print every row, not only the per-kind summary.
     #[arg(long, short)]
     pub verbose: bool,
@@ -26,11 +32,16 @@ pub struct AccuracyArgs {
 
 const SPEED_REFERENCE: &str = "tests/data/speed-llama-cpp.jsonl";
 const SPEED_HELD_OUT: &str = "tests/data/speed-held-out.jsonl";
+const DIFFUSION_SPEED_REFERENCE: &str = "tests/data/speed-diffusion.jsonl";
+const DIFFUSION_SPEED_HELD_OUT: &str = "tests/data/speed-diffusion-held-out.jsonl";
 
 pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
     let report = crate::accuracy::run_file(&a.reference)?;
     let speed = crate::accuracy::speed_rows::run_file(&a.speed_reference)?;
     let held_out = crate::accuracy::speed_rows::run_file(&a.speed_held_out)?;
+    let diffusion = crate::accuracy::diffusion_speed_rows::run_file(&a.diffusion_speed_reference)?;
+    let diffusion_held_out =
+        crate::accuracy::diffusion_speed_rows::run_file(&a.diffusion_speed_held_out)?;
     if a.json {
         let out = serde_json::json!({
             "rows": report.rows,
@@ -45,6 +56,16 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
                 "rows": held_out.rows,
                 "by_kind": held_out.by_kind(),
                 "skipped": held_out.skipped,
+            },
+            "diffusion_speed": {
+                "rows": diffusion.rows,
+                "by_kind": diffusion.by_kind(),
+                "skipped": diffusion.skipped,
+            },
+            "diffusion_speed_held_out": {
+                "rows": diffusion_held_out.rows,
+                "by_kind": diffusion_held_out.by_kind(),
+                "skipped": diffusion_held_out.skipped,
             },
         });
         outln!(
@@ -64,6 +85,16 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
             a.speed_held_out.display()
         )?;
         out!("{}", held_out.render(a.verbose))?;
+        outln!(
+            "\ndiffusion speed against {} (in-sample: DENOISE_EFFICIENCY was fitted on these rows)\n",
+            a.diffusion_speed_reference.display()
+        )?;
+        out!("{}", diffusion.render(a.verbose))?;
+        outln!(
+            "\ndiffusion speed against {} (held out: not fitted on)\n",
+            a.diffusion_speed_held_out.display()
+        )?;
+        out!("{}", diffusion_held_out.render(a.verbose))?;
     }
     Ok(())
 }

@@ -635,7 +635,8 @@ fn placement_line(p: &crate::memory::placement::Placement) -> String {
     s
 }
 
-/// `decode 12.3 tok/s, prefill 850 tok/s`, or the reason it is unknown.
+/// `decode 12.3 tok/s, prefill 850 tok/s` (`0.59 s/step, 12.1 s/image` for diffusion), or the
+/// reason it is unknown.
 fn speed_line(sp: &crate::speed::Speed) -> String {
     let mut parts = Vec::new();
     if let Some(d) = sp.decode_tokens_per_s {
@@ -649,6 +650,9 @@ fn speed_line(sp: &crate::speed::Speed) -> String {
     }
     if let Some(t) = sp.seconds_per_step {
         parts.push(format!("{t:.2} s/step"));
+    }
+    if let Some(t) = sp.seconds_per_image {
+        parts.push(format!("{t:.1} s/image"));
     }
     if parts.is_empty() {
         sp.basis.clone()

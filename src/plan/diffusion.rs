@@ -73,18 +73,12 @@ impl Strategy {
         }
     }
 
-    /// Fixed slowdown besides weight streaming (which is computed from the bus): tiled decode
-    /// redoes the overlaps, GGUF and NF4 dequantize every matmul (city96/ComfyUI-GGUF notes
-    /// GGUF is slower than fp8; the quantization blog measured bnb 8-bit at 27 s vs 12 s bf16),
-    /// CPU text encoding takes seconds per prompt, a smaller batch gives up parallelism.
-    pub fn fixed_slowdown(self, w: &DiffusionWorkload) -> f64 {
+    /// Slowdown the speed model (`speed::diffusion`: FLOPs, dequantization, streaming, VAE
+    /// decode, offload loads) does not see: CPU text encoding takes seconds per prompt, and a
+    /// smaller batch gives up the parallelism of a larger one [derived].
+    pub fn fixed_slowdown(self) -> f64 {
         match self {
-            Strategy::TiledVae => 1.05,
-            Strategy::Fp8Weights if !w.gpu.fp8 => 1.05,
-            Strategy::GgufQ8 => 1.1,
-            Strategy::GgufQ4 | Strategy::Nf4Weights => 1.2,
-            Strategy::TextEncodersOnCpu | Strategy::LowVram => 1.1,
-            Strategy::ModelOffload => 1.1,
+            Strategy::TextEncodersOnCpu => 1.1,
             Strategy::BatchOne => 1.15,
             _ => 1.0,
         }
@@ -159,31 +153,13 @@ impl Strategy {
     }
 }
 
-/// Seconds one denoising step computes: 2 FLOPs per parameter per token (a UNet's parameters
-/// sit mostly at the 4× downsampled levels, so a quarter of its attention tokens), at 40% of a
-/// tensor-core GPU's throughput, taken as 150 FLOPs per byte of memory bandwidth (H100: 3.35
-/// TB/s, ~990 dense bf16 TFLOPS; RTX 3060: 360 GB/s, ~51 TFLOPS) [derived].
-pub fn step_seconds(w: &DiffusionWorkload) -> f64 {
-    let d = f64::from(w.model.attn_div);
-    let mut tokens = (f64::from(w.run.width) / d).ceil()
-        * (f64::from(w.run.height) / d).ceil()
-        * w.latent_frames();
-    if w.model.kind == ModelKind::Unet {
-        tokens /= 4.0;
-    }
-    let samples = f64::from(w.run.batch) * if w.run.cfg { 2.0 } else { 1.0 };
-    let flops = 2.0 * w.model.params * (tokens + f64::from(w.model.joint_text_tokens)) * samples;
-    flops / (w.bus.bandwidth_gbs.max(1.0) * 1e9 * 150.0 * 0.4)
-}
-
-/// Slowdown from weights streamed over the bus every step.
+/// Slowdown from weights streamed over the bus every step (`speed::diffusion`).
 pub fn streaming_slowdown(w: &DiffusionWorkload) -> f64 {
-    let streamed = place(w).streamed_bytes;
-    if streamed <= 0.0 {
+    let t = crate::speed::diffusion::timing_for_ranking(w);
+    if t.stream_s <= 0.0 {
         return 1.0;
     }
-    let t = step_seconds(w).max(1e-3);
-    (t + streamed / (w.bus.pcie_gbs.max(0.1) * 1e9)) / t
+    t.step_s() / t.compute_s.max(1e-3)
 }
 
 /// The plan for a diffusion run.
@@ -229,16 +205,41 @@ fn fits_streaming_at_most(w: &DiffusionWorkload, streamed: f64) -> bool {
     estimate(w).fits() && place(w).streamed_bytes <= streamed + 1.0
 }
 
-/// Slowdown and quality cost of a set of strategies applied to `base`.
+/// Seconds per image of `planned`, the run with the strategies `set` applied
+/// (`speed::diffusion`, times the slowdowns it does not model).
+pub fn run_seconds(planned: &DiffusionWorkload, set: &[Strategy]) -> f64 {
+    let t = crate::speed::diffusion::timing_for_ranking(planned);
+    crate::speed::diffusion::seconds_per_image(&t, planned)
+        * set.iter().map(|s| s.fixed_slowdown()).product::<f64>()
+}
+
+/// Seconds per image of the run as given on a card that holds it whole: no weights streamed or
+/// loaded per call.
+fn ideal_seconds(base: &DiffusionWorkload) -> f64 {
+    let t = crate::speed::diffusion::Timing {
+        stream_s: 0.0,
+        load_s: 0.0,
+        ..crate::speed::diffusion::timing_for_ranking(base)
+    };
+    crate::speed::diffusion::seconds_per_image(&t, base)
+}
+
+/// Slowdown (against the run as given on a big enough card) and quality cost of a set of
+/// strategies applied to `base`.
 fn cost(base: &DiffusionWorkload, set: &[Strategy]) -> (DiffusionWorkload, f64, f64) {
+    let w = planned(base, set);
+    let speed = run_seconds(&w, set) / ideal_seconds(base).max(1e-9);
+    let quality = set.iter().map(|s| s.quality_cost()).sum::<f64>();
+    (w, speed, quality)
+}
+
+/// The run with a plan's strategies applied.
+pub fn planned(base: &DiffusionWorkload, set: &[Strategy]) -> DiffusionWorkload {
     let mut w = base.clone();
     for s in set {
         s.apply(&mut w);
     }
-    let speed =
-        set.iter().map(|s| s.fixed_slowdown(base)).product::<f64>() * streaming_slowdown(&w);
-    let quality = set.iter().map(|s| s.quality_cost()).sum::<f64>();
-    (w, speed, quality)
+    w
 }
 
 /// The largest scale of the run's width and height (multiples of 64) that fits as planned,
@@ -478,6 +479,6 @@ mod tests {
         w.gpu.vram_bytes = crate::units::gib_to_bytes(16.0);
         let s16 = streaming_slowdown(&w);
         assert!(s12 > s16 && s16 > 1.0, "{s12} {s16}");
-        assert!(step_seconds(&w) > 0.0);
+        assert!(crate::speed::diffusion::timing_for_ranking(&w).compute_s > 0.0);
     }
 }

@@ -204,6 +204,10 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 why: p.why.clone(),
                 changes: Vec::new(),
                 details: serde_json::to_value(&p).ok(),
+                speed: Some(crate::speed::diffusion::speed(&diffusion::planned(
+                    d,
+                    &p.strategies,
+                ))),
                 ..Default::default()
             };
             result(memory::any::estimate_any(w), verdict::of_diffusion(d), plan)

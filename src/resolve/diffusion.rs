@@ -131,6 +131,8 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
         }
     }
     run.batch = count("run.batch", r.batch, 1, 1, 4096)?;
+    // ComfyUI's KSampler allows 1..=10000 steps (nodes.py `KSampler.INPUT_TYPES`).
+    run.steps = count("run.steps", r.steps, run.steps, 1, 10_000)?;
     let video = w.model.kind == ModelKind::Video;
     run.frames = count(
         "run.frames",

@@ -2,10 +2,11 @@
 //!
 //! Every figure is a roofline: bytes moved over the bandwidth they move at, or FLOPs over the
 //! card's peak, each scaled by an efficiency measured on published benchmarks (the constants in
-//! `llm.rs` name their sources; `tests/data/speed-llama-cpp.jsonl` holds the comparison the
+//! `llm.rs` and `diffusion.rs` name their sources; `tests/data/speed-llama-cpp.jsonl` holds the comparison the
 //! test `speed_table` checks). A figure that does not apply, or that the inputs cannot give
 //! (a card without FLOPs in its preset), is absent, never zero.
 
+pub mod diffusion;
 pub mod llm;
 
 use serde::{Deserialize, Serialize};

@@ -207,6 +207,8 @@ pub struct RunSection {
     // More diffusion fields (read by memory::diffusion; see its docs for the defaults).
     /// Output frames of a video model.
     pub frames: Option<i64>,
+    /// Sampling steps of a diffusion run (for seconds per image; default 20).
+    pub steps: Option<i64>,
     /// Classifier-free guidance (cond + uncond batch); defaults to the model's usual setting.
     pub cfg: Option<bool>,
     /// diffusers `enable_vae_slicing`: decode the batch one image at a time.

@@ -43,6 +43,9 @@ pub struct Part {
     /// `(frames - 1) / t + 1` latent frames); 0 for image VAEs.
     #[serde(default)]
     pub temporal_compression: u32,
+    /// VAE decoder FLOPs per decoded 2^20 pixels, GFLOPs (0 = not known; `speed::diffusion`).
+    #[serde(default)]
+    pub decode_gflops_per_mpx: f64,
     /// The release file names ComfyUI users load this part from (see `comfy_files` below).
     #[serde(default)]
     pub comfy_files: Vec<String>,
@@ -91,6 +94,13 @@ pub struct DiffusionModel {
     pub lora_mib_per_rank: f64,
     pub controlnet_params: f64,
     pub ip_adapter_params: f64,
+    /// FLOPs of one denoiser forward of one sample at the native size, GFLOPs, and the part of
+    /// them that grows with the square of the image tokens (self-attention); 0 = not known
+    /// (`speed::diffusion`; counted by `tools/diffusion_flops.py`).
+    #[serde(default)]
+    pub denoise_gflops: f64,
+    #[serde(default)]
+    pub attention_gflops: f64,
     /// File-name stems of this model's releases as ComfyUI users load them, compared token by
     /// token with a workflow's file names (`plan::workflow::files`).
     #[serde(default)]

@@ -29,6 +29,8 @@ pub struct DiffusionRun {
     pub batch: u32,
     /// Output frames (1 for image models).
     pub frames: u32,
+    /// Sampling steps (`speed::diffusion` seconds per image).
+    pub steps: u32,
     /// Storage format of the denoising model.
     pub weights: WeightFormat,
     /// Storage format of each text encoder, in the model's order.
@@ -74,6 +76,8 @@ impl Default for DiffusionRun {
             height: 1024,
             batch: 1,
             frames: 1,
+            // ComfyUI's KSampler default (nodes.py `KSampler.INPUT_TYPES`: steps 20).
+            steps: 20,
             weights: WeightFormat::Bf16,
             text_encoder_weights: Vec::new(),
             engine: Engine::ComfyUi,

@@ -17,7 +17,7 @@ use crate::import::comfy::Workflow;
 use crate::import::comfy::nodes::Role;
 use crate::memory::diffusion::DiffusionWorkload;
 use crate::memory::diffusion::residency::place;
-use crate::plan::diffusion::{Strategy, streaming_slowdown};
+use crate::plan::diffusion::{Strategy, run_seconds};
 use crate::plan::verdict::diffusion_need_bytes;
 use serde::Serialize;
 
@@ -257,15 +257,9 @@ pub fn of(w: &Workflow, wp: &WorkflowPlan) -> Vec<WorkflowChange> {
     let pass = wp.peak();
     let base = &pass.workload;
     let plan = crate::plan::diffusion::plan(base);
-    let with = |set: &[Strategy]| {
-        let mut t = base.clone();
-        for s in set {
-            s.apply(&mut t);
-        }
-        t
-    };
+    let with = |set: &[Strategy]| crate::plan::diffusion::planned(base, set);
     let all = with(&plan.strategies);
-    let streaming_all = streaming_slowdown(&all);
+    let seconds_all = run_seconds(&all, &plan.strategies);
     plan.strategies
         .iter()
         .map(|&s| {
@@ -283,7 +277,7 @@ pub fn of(w: &Workflow, wp: &WorkflowPlan) -> Vec<WorkflowChange> {
                 class_type: t.class_type,
                 change: t.change,
                 saves_bytes: saved(&without, &all),
-                speed_factor: s.fixed_slowdown(base) * streaming_all / streaming_slowdown(&without),
+                speed_factor: seconds_all / run_seconds(&without, &rest).max(1e-9),
             }
         })
         .collect()
