@@ -638,3 +638,132 @@ fn the_export_says_and_picks_current_settings_or_the_plan() {
     h.get_by_label("Shows the current settings (the plan changes nothing)");
     assert!(h.query_by_label("current settings").is_none());
 }
+
+/// Every text painted in the last frame (labels, plot axes, hover tips), nested shapes included.
+fn painted_texts(h: &App) -> Vec<String> {
+    fn walk(s: &egui::Shape, out: &mut Vec<String>) {
+        match s {
+            egui::Shape::Text(t) => out.push(t.galley.text().to_string()),
+            egui::Shape::Vec(v) => v.iter().for_each(|s| walk(s, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for c in &h.output().shapes {
+        walk(&c.shape, &mut out);
+    }
+    out
+}
+
+/// The monitor's demo plays what the newcomer planned (issue 22 item 9): a game planned on an
+/// 8 GB card in the planner, then "Show demo data" on the monitor of a machine without a GPU,
+/// shows that card with 8 GB and the game's process, a full history from the first frame (not a
+/// flat start), a time axis counted back from the latest reading with no negative label, and a
+/// hover that names a line's value near it and shows nothing over empty space.
+#[test]
+fn the_monitors_demo_plays_the_planned_game_on_the_planned_card() {
+    let mut h = app(Some(Tab::Planner));
+    h.run();
+    h.get_by_label("Game").click();
+    h.run();
+    h.get_by_role_and_label(Role::ComboBox, "GPU").click();
+    h.run();
+    type_slowly(&mut h, "rtx 4060");
+    h.get_by_label_contains("GeForce RTX 4060 (8 GiB)").click();
+    h.run();
+    h.get_by_role_and_label(Role::ComboBox, "Title").click();
+    h.run();
+    h.get_by_role(Role::TextInput).focus();
+    h.run();
+    h.get_by_role(Role::TextInput).type_text("cyberpunk");
+    h.run();
+    h.get_by_label("Cyberpunk 2077").click();
+    h.run();
+    let w = &h.state().state.planner.workload;
+    assert_eq!(w.gpu.preset.as_deref(), Some("rtx-4060"));
+    assert_eq!(w.model.preset.as_deref(), Some("cyberpunk-2077"));
+
+    h.get_by_label("Monitor").click();
+    h.run();
+    h.get_by_label("Show demo data").click();
+    h.run();
+    // The first frame after the click: the card, its size, the game's process, found by name.
+    h.get_by_label("GPU 0: DEMO NVIDIA GeForce RTX 4060 (synthetic data)");
+    h.get_by_label_contains("of 8.00 GiB in use");
+    h.get_by_label("Cyberpunk2077.exe (the game)");
+    assert!(
+        h.query_by_label_contains("the process holding the most memory")
+            .is_none(),
+        "the game's process is recognised by its name"
+    );
+    assert!(h.query_by_label_contains("ComfyUI").is_none());
+    let ctx = h.ctx.clone();
+    let session = h.state_mut().state.monitor.current(&ctx);
+    let key = session.latest().unwrap().gpus[0].key();
+    let points: Vec<_> = session.history().gpu(&key).unwrap().points().collect();
+    assert!(
+        points.len() >= 300,
+        "the 5 min window is full: {}",
+        points.len()
+    );
+    let first_minute: BTreeSet<Option<u64>> = points[..60].iter().map(|p| p.used).collect();
+    assert!(first_minute.len() > 2, "not flat: {first_minute:?}");
+
+    // The time axis: minutes:seconds before the latest reading, "0:00" at it, none negative.
+    h.run();
+    let texts = painted_texts(&h);
+    let times: Vec<&String> = texts
+        .iter()
+        .filter(|t| {
+            let t = t.trim_start_matches('-');
+            t.split_once(':')
+                .is_some_and(|(m, s)| m.parse::<u32>().is_ok() && s.len() == 2)
+        })
+        .collect();
+    assert!(times.iter().any(|t| *t == "0:00"), "{times:?}");
+    assert!(times.iter().any(|t| *t == "1:00"), "{times:?}");
+    assert!(times.iter().all(|t| !t.starts_with('-')), "{times:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == "time before the latest reading (min:s)")
+    );
+
+    // Hovering down through the memory plot: a tip only near a line, and it names the line.
+    let top = h
+        .get_by_label_contains("of 8.00 GiB in use")
+        .rect()
+        .bottom();
+    let x = 600.0;
+    let (mut named, mut silent) = (0, 0);
+    for dy in (10..200).step_by(6) {
+        h.hover_at(egui::pos2(x, top + dy as f32));
+        h.run();
+        let tips: Vec<String> = painted_texts(&h)
+            .into_iter()
+            .filter(|t| t.contains('\n') && t.ends_with(" GiB"))
+            .collect();
+        match tips.first() {
+            None => silent += 1,
+            Some(t) => {
+                let line = t.lines().next().unwrap();
+                assert!(
+                    [
+                        "in use",
+                        "reserved by the driver",
+                        "total",
+                        "planner's peak"
+                    ]
+                    .contains(&line),
+                    "a tip over empty space: {t:?}"
+                );
+                assert!(t.contains(" ago\n"), "{t:?}");
+                named += 1;
+            }
+        }
+    }
+    assert!(
+        named > 0 && silent > 0,
+        "{named} tips near lines, {silent} positions without"
+    );
+}

@@ -149,6 +149,7 @@ impl VramDoctorApp {
             Tab::Monitor => {
                 let predicted = s.planner.predicted_bytes();
                 s.monitor.game = s.planner.game_workload();
+                s.monitor.demo = s.planner.demo_workload();
                 s.monitor.ui(ui, predicted);
             }
             Tab::Doctor => {

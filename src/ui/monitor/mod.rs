@@ -20,7 +20,8 @@ use crate::memory::game::GameWorkload;
 use crate::telemetry::prometheus::PrometheusSource;
 use crate::telemetry::{
     FoundProcess, GpuSample, Sampler, Session, SessionConfig, Snapshot, Source, SourceState,
-    demo::DemoSource,
+    demo::{DemoSource, DemoWorkload},
+    sample::now_ms,
 };
 use crate::units::human;
 use egui::Ui;
@@ -111,11 +112,14 @@ pub struct Feed {
     rx: Option<Receiver<Snapshot>>,
     wake: Arc<Wake>,
     session: Session,
-    /// Time of the first reading shown: zero on the plots' time axis.
+    /// Time of the first reading shown: the origin of the plots' x coordinates (their labels
+    /// count back from the latest reading).
     origin_ms: Option<u64>,
     recording: Option<Recording>,
     /// A recording being shown instead of the live source.
     playback: Option<Playback>,
+    /// The workload the demo plays, while it plays.
+    demo: Option<DemoWorkload>,
 }
 
 fn new_session() -> Session {
@@ -139,6 +143,7 @@ impl Default for Feed {
             origin_ms: None,
             recording: None,
             playback: None,
+            demo: None,
         }
     }
 }
@@ -212,6 +217,10 @@ pub struct MonitorView {
     /// The game the planner plans: its budget for one process is drawn for the game's process.
     #[serde(skip)]
     pub game: Option<GameWorkload>,
+    /// The planner's workload on its card, which "Show demo data" plays (the CLI's demo story
+    /// when `None`); the demo follows it when the plan changes.
+    #[serde(skip)]
+    pub demo: Option<DemoWorkload>,
 }
 
 impl MonitorView {
@@ -255,6 +264,18 @@ impl MonitorView {
         self.feed._sampler = Some(sampler);
         self.connect(rx);
         self.feed.unavailable = None;
+    }
+
+    /// Plays `workload` as demo data, with the readings of the current time window before now
+    /// already in the history, so the plots start full.
+    fn start_demo(&mut self, ctx: &egui::Context, workload: DemoWorkload) {
+        let mut source = DemoSource::of(workload.clone(), 1);
+        self.feed.clear();
+        for s in source.history(now_ms(), self.span.millis() / 1000) {
+            self.feed.push(s);
+        }
+        self.start(ctx, Box::new(source));
+        self.feed.demo = Some(workload);
     }
 
     /// Called by the app while another tab is shown: stop waking the UI for new snapshots,
@@ -325,6 +346,12 @@ impl MonitorView {
             .watching
             .store(self.watch.active(), Ordering::Relaxed);
         self.take_playback(ui.ctx());
+        if let (Some(playing), Some(planned)) = (&self.feed.demo, &self.demo)
+            && playing != planned
+            && self.feed.playback.is_none()
+        {
+            self.start_demo(ui.ctx(), planned.clone());
+        }
         // No fill: the app clears the window to the panel colour, and on a software renderer
         // an opaque full-window rectangle costs as much as the rest of the frame.
         let frame = egui::Frame::central_panel(ui.style()).fill(egui::Color32::TRANSPARENT);
@@ -357,7 +384,7 @@ impl MonitorView {
             && let Some(why) = self.feed.unavailable.clone()
         {
             if panels::no_source_ui(ui, &why) {
-                self.start(ui.ctx(), Box::new(DemoSource::new(1)));
+                self.start_demo(ui.ctx(), self.demo.clone().unwrap_or_default());
             }
             return;
         }

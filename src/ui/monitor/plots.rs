@@ -1,21 +1,27 @@
 //! The plots of one GPU: memory (large), then utilization, PCIe traffic and temperature (small),
 //! all on one time axis: zooming or panning one moves the others, and the cursor shows on all.
 //!
-//! The x axis is seconds since the first reading shown, labelled as minutes:seconds, so the marks
-//! stay put while new readings scroll in. Each plot is given only the points of the stretch it
-//! shows (found by binary search in the history), so a frame costs the same with a day of
-//! history as with a minute.
+//! The x axis is labelled in time before the latest reading ("seconds ago", minutes:seconds, 0
+//! at the latest reading, never negative): the grid marks are counted back from it, while the
+//! points keep their place (seconds since the first reading), so a panned view stays put while
+//! new readings arrive. Each plot is given only the points of the stretch it shows (found by
+//! binary search in the history), so a frame costs the same with a day of history as with a
+//! minute. Hovering names a line's value only near a point of it; over empty space it shows
+//! nothing (egui_plot's default shows the cursor's coordinates, which read as data).
 
 use crate::telemetry::GpuSample;
 use crate::telemetry::history::{GpuHistory, Point};
 use crate::ui::i18n::{tr, trf};
 use crate::units::GIB;
 use egui::{AsIdSalt, Id, Ui};
-use egui_plot::{Corner, GridInput, HLine, HoverPosition, Legend, Line, Plot, PlotPoints, PlotUi};
+use egui_plot::{
+    Corner, GridInput, GridMark, HLine, HoverPosition, Legend, Line, Plot, PlotPoints, PlotUi,
+};
 
 /// The time axis the plots of a GPU share.
 pub(super) struct TimeAxis {
-    /// Time of the first reading shown: zero on the axis.
+    /// Time of the first reading shown: zero of the x coordinates (not of the labels, which
+    /// count back from `last_ms`).
     pub origin_ms: u64,
     /// Time of the latest reading: the right edge while the plots follow the readings.
     pub last_ms: u64,
@@ -58,9 +64,9 @@ impl TimeAxis {
             .show_background(false)
             // Grid lines at least 20 points apart (egui_plot: 8): fewer shapes to draw.
             .grid_spacing(egui::Rangef::new(20.0, 300.0))
-            .x_grid_spacer(egui_plot::uniform_grid_spacer(time_steps))
-            .x_axis_formatter(|mark, _| clock(mark.value))
-            .label_formatter(move |pos| Some(hover_label(pos, unit)));
+            .x_grid_spacer(move |input| marks_back_from(last, input))
+            .x_axis_formatter(move |mark, _| clock(last - mark.value))
+            .label_formatter(move |pos| hover_label(pos, last, unit));
         if self.reset { plot.reset() } else { plot }
     }
 
@@ -157,32 +163,54 @@ fn time_steps(input: GridInput) -> [f64; 3] {
     [NICE[i], NICE[i + 1], NICE[i + 2]]
 }
 
-/// Seconds as m:ss (or h:mm:ss).
+/// Grid marks every step of [`time_steps`] counted back from `last` (the latest reading), none
+/// after it: the axis reads "0:00" at the latest reading and never a negative time.
+fn marks_back_from(last: f64, input: GridInput) -> Vec<GridMark> {
+    let (min, max) = input.bounds;
+    let mut out: Vec<GridMark> = Vec::new();
+    // The largest step first, so a mark shared by several steps keeps the thickest line.
+    for step in time_steps(input).into_iter().rev() {
+        let first = ((last - max) / step).ceil().max(0.0) as i64;
+        let end = ((last - min) / step).floor() as i64;
+        for k in first..=end {
+            let value = last - k as f64 * step;
+            if !out.iter().any(|m| (m.value - value).abs() < step * 0.1) {
+                out.push(GridMark {
+                    value,
+                    step_size: step,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Seconds as m:ss (or h:mm:ss); a time after the latest reading (only the cursor can be there)
+/// reads as zero.
 fn clock(secs: f64) -> String {
-    let sign = if secs < -0.5 { "-" } else { "" };
-    let s = secs.abs().round() as u64;
+    let s = secs.max(0.0).round() as u64;
     let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
     if h > 0 {
-        format!("{sign}{h}:{m:02}:{s:02}")
+        format!("{h}:{m:02}:{s:02}")
     } else {
-        format!("{sign}{m}:{s:02}")
+        format!("{m}:{s:02}")
     }
 }
 
-fn hover_label(pos: &HoverPosition<'_>, unit: &str) -> String {
+/// The hover text: a line's name, how long before the latest reading and its value, near a
+/// point of it; nothing over empty space.
+fn hover_label(pos: &HoverPosition<'_>, last: f64, unit: &str) -> Option<String> {
     match pos {
         HoverPosition::NearDataPoint {
             plot_name,
             position,
             ..
-        } => format!(
+        } => Some(format!(
             "{plot_name}\n{}\n{:.1} {unit}",
-            clock(position.x),
+            trf("{time} ago", &[("time", &clock(last - position.x))]),
             position.y
-        ),
-        HoverPosition::Elsewhere { position } => {
-            format!("{}\n{:.1} {unit}", clock(position.x), position.y)
-        }
+        )),
+        HoverPosition::Elsewhere { .. } => None,
     }
 }
 
@@ -210,7 +238,7 @@ pub(super) fn memory_ui(
         .legend(Legend::default().position(Corner::LeftTop))
         .include_y(0.0)
         .include_y(gib(total) * 1.05)
-        .x_axis_label(tr("time since the first reading (min:s)"))
+        .x_axis_label(tr("time before the latest reading (min:s)"))
         .y_axis_label("GiB")
         .show(ui, |p| {
             let w = axis.window(p);
@@ -426,10 +454,38 @@ mod tests {
     }
 
     #[test]
-    fn times_read_as_minutes_and_seconds() {
+    fn times_read_as_minutes_and_seconds_never_negative() {
         assert_eq!(clock(0.0), "0:00");
         assert_eq!(clock(95.0), "1:35");
-        assert_eq!(clock(-30.0), "-0:30");
+        assert_eq!(clock(-30.0), "0:00");
         assert_eq!(clock(3_725.0), "1:02:05");
+    }
+
+    #[test]
+    fn grid_marks_count_back_from_the_latest_reading_and_stop_there() {
+        // 300 s shown, the latest reading at 1234.5 s, the view reaching 20 s past it.
+        let input = GridInput {
+            bounds: (954.5, 1254.5),
+            base_step_size: 10.0,
+        };
+        let marks = marks_back_from(1234.5, input);
+        let ago: Vec<f64> = marks.iter().map(|m| 1234.5 - m.value).collect();
+        assert!(ago.iter().all(|a| *a >= 0.0), "{ago:?}");
+        assert!(ago.contains(&0.0), "a mark at the latest reading: {ago:?}");
+        assert!(ago.contains(&60.0) && ago.contains(&240.0), "{ago:?}");
+        let mut values: Vec<f64> = marks.iter().map(|m| m.value).collect();
+        values.sort_by(f64::total_cmp);
+        assert!(
+            values.windows(2).all(|w| w[1] - w[0] > 1.0),
+            "no mark twice"
+        );
+        // A view that ends before the latest reading (panned back) still counts from it.
+        let panned = GridInput {
+            bounds: (100.0, 200.0),
+            base_step_size: 5.0,
+        };
+        let marks = marks_back_from(1234.5, panned);
+        assert!(!marks.is_empty());
+        assert!(marks.iter().all(|m| (100.0..=200.0).contains(&m.value)));
     }
 }

@@ -7,6 +7,7 @@
 //! opens and saves, `summary` draws the verdict and the bar, `export` the exports and report.
 
 mod chart;
+mod demo;
 mod diffusion;
 mod export;
 mod file;
@@ -113,6 +114,8 @@ struct Estimate {
     source: Arc<(AnyWorkload, PlanResult)>,
     /// The task's own plan, read back from the result's details.
     detail: Detail,
+    /// The workload as the monitor's demo plays it.
+    demo: crate::telemetry::demo::DemoWorkload,
 }
 
 #[derive(Clone)]
@@ -133,6 +136,7 @@ impl Estimate {
             AnyWorkload::Game(_) => serde_json::from_value(details()).ok().map(Detail::Game),
         };
         Estimate {
+            demo: demo::demo_of(&w, &result),
             breakdown: result.breakdown(),
             gpu_name: gpu(&w).name.clone(),
             // `plan_any` always fills the details of diffusion and game plans.
@@ -248,6 +252,12 @@ impl PlannerView {
             AnyWorkload::Game(g) => Some(g.clone()),
             _ => None,
         }
+    }
+
+    /// The planned workload on its card, for the monitor's demo; `None` while it does not
+    /// resolve.
+    pub fn demo_workload(&mut self) -> Option<crate::telemetry::demo::DemoWorkload> {
+        self.evaluate().ok().map(|e| e.demo)
     }
 
     /// Bytes the card must hold at the peak, for the monitor's "predicted" line.
