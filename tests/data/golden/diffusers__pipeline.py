@@ -1,5 +1,4 @@
 # VRAM Doctor plan for Stable Diffusion XL base 1.0 on 8 GiB GPU: 1024×1024, batch 1.
-# Text encoders on the CPU: run pipe.encode_prompt on a CPU copy of the pipeline and pass prompt_embeds (and pooled_prompt_embeds) here.
 import torch
 from diffusers import DiffusionPipeline
 
@@ -8,7 +7,7 @@ pipe = DiffusionPipeline.from_pretrained(
     torch_dtype=torch.bfloat16,
 )
 pipe.unet.enable_layerwise_casting(storage_dtype=torch.float8_e4m3fn, compute_dtype=torch.bfloat16)
-pipe.to("cuda")
+pipe.enable_model_cpu_offload()
 
 result = pipe(
     prompt="a photo of a cat",
