@@ -3,11 +3,14 @@
 //! them, and the unpacked Linux binary runs.
 //!
 //! They are looked for in `target/dist/` (where `.ci/run` packs them with
-//! `tools/release.sh --out target/dist`) or in `$VRAM_DOCTOR_DIST`. When they are absent the test
-//! says which command makes them and does not run — and fails under CI=true.
+//! `tools/release.sh --out target/dist`) or in `$VRAM_DOCTOR_DIST`. When they are absent, or
+//! older than the sources (packed from another tree), the test says which command makes them and
+//! does not run — and fails under CI=true.
 
 #[path = "common/programs.rs"]
 mod programs;
+#[path = "common/sources.rs"]
+mod sources;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,14 +45,23 @@ fn archives() -> Option<(PathBuf, [String; 2])> {
         .chain(["SHA256SUMS"])
         .filter(|n| !dir.join(n).is_file())
         .collect();
-    if missing.is_empty() {
+    let msg = if !missing.is_empty() {
+        format!(
+            "{} missing in {} (`{MAKE}`; .ci/run runs it): the release archives were not checked",
+            missing.join(", "),
+            dir.display()
+        )
+    } else if let Some(old) = names
+        .iter()
+        .find(|n| sources::modified(&dir.join(n)) < sources::newest())
+    {
+        format!(
+            "{} is older than the sources (`{MAKE}` packs them again): the release archives were not checked",
+            dir.join(old).display()
+        )
+    } else {
         return Some((dir, names));
-    }
-    let msg = format!(
-        "{} missing in {} (`{MAKE}`; .ci/run runs it): the release archives were not checked",
-        missing.join(", "),
-        dir.display()
-    );
+    };
     assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
     eprintln!("SKIPPED: {msg}");
     None
@@ -85,6 +97,53 @@ fn check_entries(archive: &str, entries: &str, binary: &str) {
         .collect();
     want.sort();
     assert_eq!(files, want, "{archive}: its entries");
+}
+
+/// One member of a zip archive, read by Python's zipfile (which also checks its CRC).
+fn zip_member(zip: &Path, name: &str) -> Vec<u8> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+        ])
+        .arg(zip)
+        .arg(name)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "reading {name} from {}: {}",
+        zip.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The packed `.exe` is a 64-bit x86 Windows program of the GUI subsystem (no console window of
+/// its own; `windows_subsystem = "windows"` in src/main.rs). Fields from Microsoft's PE format
+/// specification: `e_lfanew` at 0x3C, the "PE\0\0" signature, COFF `Machine` 0x8664 (AMD64), the
+/// optional header's magic 0x20B (PE32+) and its `Subsystem` at offset 68, 2 for
+/// IMAGE_SUBSYSTEM_WINDOWS_GUI.
+fn check_windows_gui_exe(exe: &[u8]) {
+    let u16_at = |o: usize| exe.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    assert_eq!(exe.get(..2), Some(&b"MZ"[..]), "vram-doctor.exe: no MZ header");
+    let pe = exe
+        .get(0x3C..0x40)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .unwrap();
+    assert_eq!(
+        exe.get(pe..pe + 4),
+        Some(&b"PE\0\0"[..]),
+        "vram-doctor.exe: no PE signature"
+    );
+    assert_eq!(u16_at(pe + 4), Some(0x8664), "vram-doctor.exe: not x86-64");
+    let optional = pe + 24;
+    assert_eq!(u16_at(optional), Some(0x20B), "vram-doctor.exe: not PE32+");
+    assert_eq!(
+        u16_at(optional + 68),
+        Some(2),
+        "vram-doctor.exe: not a GUI-subsystem program (it would open a console window)"
+    );
 }
 
 #[test]
@@ -123,6 +182,14 @@ fn both_archives_hold_the_binary_and_documents_and_their_checksums_verify() {
         ])
         .arg(dir.join(&windows)));
     check_entries(&windows, &zip_list, "vram-doctor.exe");
+    let wfolder = windows.strip_suffix(".zip").unwrap();
+    let exe = zip_member(&dir.join(&windows), &format!("{wfolder}/vram-doctor.exe"));
+    check_windows_gui_exe(&exe);
+    let readme = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(
+        zip_member(&dir.join(&windows), &format!("{wfolder}/README.md")) == readme,
+        "{windows}: its README.md is not this checkout's"
+    );
 
     // The packed Linux binary runs and is this version.
     let unpacked = tempfile::tempdir().unwrap();
@@ -133,6 +200,10 @@ fn both_archives_hold_the_binary_and_documents_and_their_checksums_verify() {
         .arg(unpacked.path()));
     let folder = linux.strip_suffix(".tar.gz").unwrap();
     let binary = unpacked.path().join(folder).join("vram-doctor");
+    assert!(
+        std::fs::read(unpacked.path().join(folder).join("README.md")).unwrap() == readme,
+        "{linux}: its README.md is not this checkout's"
+    );
     let version = run(Command::new(&binary).arg("--version"));
     assert!(
         version.contains(VERSION),

@@ -1,7 +1,8 @@
 //! The desktop app of the Windows build starts under Wine on a virtual X display (Xvfb), opens
 //! its window titled "VRAM Doctor" on the planner, draws it, and keeps running. The screenshot
 //! it takes is left at `<target dir>/tmp/wine/planner-windows.png`; the README's "on Windows"
-//! picture (`assets/screenshots/planner-windows.png`) is a copy of it.
+//! picture (`assets/screenshots/planner-windows.png`) is a copy of it. A presets file in
+//! `%APPDATA%` that cannot be read is set aside unchanged, and the app keeps running.
 //!
 //! Needs Wine and the `.exe` (`tests/common/wine.rs`) and Debian's `xvfb`, `imagemagick`
 //! (`import`, `convert`) and `xdotool`; without them it says so, and fails under CI=true.
@@ -120,52 +121,89 @@ fn distinct_colours(rgb: &[u8]) -> usize {
     seen.len()
 }
 
-#[test]
-fn the_app_starts_under_wine_and_draws_the_planner() {
-    let Some(w) = wine::wine() else { return };
-    if !programs::present(
+/// The app under Wine on its own virtual display, its window found.
+struct Running {
+    app: Reaper,
+    display: String,
+    window: String,
+    log: std::path::PathBuf,
+    started: Instant,
+    // Dropped last: the display outlives the app.
+    _xvfb: Reaper,
+}
+
+impl Running {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Panics, with the app's log, when the app is no longer running.
+    fn assert_up(&mut self, when: &str) {
+        if let Ok(Some(status)) = self.app.0.try_wait() {
+            panic!("the app exited {when}: {status}; its log:\n{}", self.log());
+        }
+    }
+}
+
+/// Xvfb, ImageMagick and xdotool are there (else said, and a failure under CI=true).
+fn have_display_tools() -> bool {
+    programs::present(
         &[
             ("Xvfb", "-help"),
             ("import", "-version"),
             ("xdotool", "version"),
         ],
         "Debian packages xvfb, imagemagick, xdotool; .ci/run installs them: the Wine GUI test did not run",
-    ) {
-        return;
-    }
-    let (_x, display) = xvfb();
-    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wine/gui.log");
+    )
+}
+
+/// Starts `vram-doctor.exe ARGS` on a new display and waits for its window; `name` names the
+/// log file (`<target tmp>/wine/NAME.log`).
+fn open(w: &wine::Wine, args: &[&str], name: &str) -> Running {
+    let (xvfb, display) = xvfb();
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("wine/{name}.log"));
     let app = w
-        .command(&["--tab", "planner"])
+        .command(args)
         .env("DISPLAY", &display)
         .env_remove("WAYLAND_DISPLAY")
+        // The OS config folder, not a test override: the point is Windows' own %APPDATA%.
+        .env_remove("VRAM_DOCTOR_CONFIG_DIR")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .expect("start wine");
-    let mut app = Reaper(app);
-    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
-
+    let mut r = Running {
+        app: Reaper(app),
+        display,
+        window: String::new(),
+        log,
+        started: Instant::now(),
+        _xvfb: xvfb,
+    };
     // Wine's first start of a window can take a while on a busy 2-core machine.
-    let start = Instant::now();
-    let window = loop {
-        if let Some(id) = find_window(&display) {
-            break id;
+    loop {
+        if let Some(id) = find_window(&r.display) {
+            r.window = id;
+            return r;
         }
-        if let Ok(Some(status)) = app.0.try_wait() {
-            panic!(
-                "the app exited before opening its window: {status}; its log:\n{}",
-                log_text()
-            );
-        }
+        r.assert_up("before opening its window");
         assert!(
-            start.elapsed() < Duration::from_secs(120),
+            r.started.elapsed() < Duration::from_secs(120),
             "no window titled \"VRAM Doctor\" after 120 s; the app's log:\n{}",
-            log_text()
+            r.log()
         );
         std::thread::sleep(Duration::from_millis(500));
-    };
-    let (ww, wh) = geometry(&display, &window);
+    }
+}
+
+#[test]
+fn the_app_starts_under_wine_and_draws_the_planner() {
+    let Some(w) = wine::wine() else { return };
+    if !have_display_tools() {
+        return;
+    }
+    let mut r = open(w, &["--tab", "planner"], "gui");
+    let (ww, wh) = geometry(&r.display, &r.window);
     assert!(
         ww >= 640 && wh >= 420,
         "the window is {ww}x{wh}, smaller than the app's minimum 640x420"
@@ -173,36 +211,102 @@ fn the_app_starts_under_wine_and_draws_the_planner() {
 
     // Drawn: many colours on the screen (text, bars, the plan), waited for up to 90 s.
     let drawn = loop {
-        let (_, _, rgb) = grab(&display);
+        let (_, _, rgb) = grab(&r.display);
         let n = distinct_colours(&rgb);
         if n >= 64 {
             break n;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(210),
+            r.started.elapsed() < Duration::from_secs(210),
             "the window shows only {n} colours after {:?}: not drawn; the app's log:\n{}",
-            start.elapsed(),
-            log_text()
+            r.started.elapsed(),
+            r.log()
         );
         std::thread::sleep(Duration::from_secs(2));
     };
     // Let the first plan finish and settle, then check the app is still running.
     std::thread::sleep(Duration::from_secs(10));
-    assert!(
-        app.0.try_wait().unwrap().is_none(),
-        "the app exited after drawing; its log:\n{}",
-        log_text()
-    );
+    r.assert_up("after drawing");
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wine/planner-windows.png");
     let saved = Command::new("import")
-        .args(["-window", &window])
+        .args(["-window", &r.window])
         .arg(&shot)
-        .env("DISPLAY", &display)
+        .env("DISPLAY", &r.display)
         .status()
         .expect("run import");
     assert!(saved.success(), "saving the screenshot failed");
     eprintln!(
         "window {ww}x{wh}, {drawn} colours; screenshot: {}",
         shot.display()
+    );
+}
+
+/// The Windows convention of issue 20: the user's presets live in
+/// `%APPDATA%\vram-doctor\config\user-presets.toml`, and one that cannot be read is renamed to
+/// `user-presets.toml.corrupt-<time>` with its bytes kept (src/catalog/user/store.rs), never
+/// deleted, while the app goes on. The catalog tab opens the file (src/ui/catalog/mod.rs).
+#[test]
+fn a_corrupt_presets_file_in_appdata_is_set_aside_and_the_app_keeps_running() {
+    let Some(w) = wine::wine() else { return };
+    if !have_display_tools() {
+        return;
+    }
+    let config = w.appdata().join("vram-doctor").join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    // A file left by an earlier run of this test would hide this one's copy.
+    for e in std::fs::read_dir(&config).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("user-presets.toml") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let file = config.join("user-presets.toml");
+    // Not TOML (an unclosed table header), with CRLF line ends and a non-ASCII name, as an
+    // editor on Windows leaves it.
+    let bytes = "[[gpu]\r\nname = \"Zoë's RTX 4070\"\r\nvram_gib = 12\r\n".as_bytes();
+    std::fs::write(&file, bytes).unwrap();
+
+    let mut r = open(w, &["--tab", "catalog"], "appdata");
+    let aside = loop {
+        let copies: Vec<_> = std::fs::read_dir(&config)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("user-presets.toml.corrupt-"))
+            })
+            .collect();
+        if let [one] = copies.as_slice() {
+            break one.clone();
+        }
+        assert!(copies.len() < 2, "more than one copy set aside: {copies:?}");
+        r.assert_up("before setting the file aside");
+        assert!(
+            r.started.elapsed() < Duration::from_secs(120),
+            "{} was not set aside after {:?}; the app's log:\n{}",
+            file.display(),
+            r.started.elapsed(),
+            r.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(
+        std::fs::read(&aside).unwrap(),
+        bytes,
+        "{} does not hold the file's bytes",
+        aside.display()
+    );
+    assert!(
+        !file.exists(),
+        "{} is still there beside its copy",
+        file.display()
+    );
+    // The app goes on: still running, its window still there, a few seconds later.
+    std::thread::sleep(Duration::from_secs(5));
+    r.assert_up("after setting the file aside");
+    assert!(
+        find_window(&r.display).is_some(),
+        "the window is gone after setting the file aside; the app's log:\n{}",
+        r.log()
     );
 }

@@ -15,10 +15,12 @@
 // Each Wine test binary uses different parts of this file.
 #![allow(dead_code)]
 
+#[path = "sources.rs"]
+mod sources;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
-use std::time::SystemTime;
 
 /// The MinGW C compiler that builds the test DLLs.
 pub const MINGW_CC: &str = "x86_64-w64-mingw32-gcc";
@@ -70,7 +72,7 @@ fn find_exe() -> Result<PathBuf, String> {
             .iter()
             .map(|p| target_dir().join("x86_64-pc-windows-gnu").join(p).join("vram-doctor.exe"))
             .filter(|p| p.is_file())
-            .max_by_key(|p| modified(p))
+            .max_by_key(|p| sources::modified(p))
             .ok_or_else(|| {
                 format!("the Windows build is missing (`{build}`; .ci/run builds it): the Wine tests did not run")
             })?,
@@ -78,35 +80,13 @@ fn find_exe() -> Result<PathBuf, String> {
     if !exe.is_file() {
         return Err(format!("{WINDOWS_EXE_ENV}={} is not a file", exe.display()));
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let newest = ["src", "presets", "assets", "Cargo.lock", "build.rs"]
-        .iter()
-        .map(|p| newest_in(&root.join(p)))
-        .max()
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    if modified(&exe) < newest {
+    if sources::modified(&exe) < sources::newest() {
         return Err(format!(
             "{} is older than the sources; rebuild it (`{build}`): the Wine tests did not run",
             exe.display()
         ));
     }
     Ok(exe)
-}
-
-fn modified(p: &Path) -> SystemTime {
-    std::fs::metadata(p)
-        .and_then(|m| m.modified())
-        .unwrap_or(SystemTime::UNIX_EPOCH)
-}
-
-fn newest_in(p: &Path) -> SystemTime {
-    let mut t = modified(p);
-    if let Ok(rd) = std::fs::read_dir(p) {
-        for e in rd.flatten() {
-            t = t.max(newest_in(&e.path()));
-        }
-    }
-    t
 }
 
 /// Builds a DLL from C sources with MinGW into `dir`.
@@ -193,6 +173,36 @@ impl Wine {
 
     pub fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("run wine")
+    }
+
+    /// This prefix's `%APPDATA%` (the roaming application data folder, where the app keeps its
+    /// config) as a path of this machine: Wine's `cmd` expands the variable and `winepath -u`
+    /// maps it, so the test follows whatever user folder layout this Wine version makes.
+    pub fn appdata(&self) -> PathBuf {
+        let mut cmd = Command::new("wine");
+        let out = self
+            .env(&mut cmd)
+            .args(["cmd", "/c", "echo", "%APPDATA%"])
+            .output()
+            .expect("run wine cmd");
+        let windows = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        assert!(
+            out.status.success() && windows.contains(':') && !windows.contains('%'),
+            "wine cmd /c echo %APPDATA% printed {windows:?}"
+        );
+        let mut cmd = Command::new("winepath");
+        let out = self
+            .env(&mut cmd)
+            .arg("-u")
+            .arg(&windows)
+            .output()
+            .expect("run winepath");
+        let unix = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        assert!(
+            out.status.success() && unix.starts_with('/'),
+            "winepath -u {windows} printed {unix:?}"
+        );
+        PathBuf::from(unix)
     }
 
     /// A Windows path for a file of this machine: Wine maps the Unix root to drive Z:.
