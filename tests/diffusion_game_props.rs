@@ -30,8 +30,12 @@ fn model_ids() -> Vec<String> {
 /// other, loading partially) never trigger; those deliberately trade memory for time.
 fn workload(model: usize, engine: u8, eager: bool, tiled: bool) -> DiffusionWorkload {
     let ids = model_ids();
-    let mut w =
-        DiffusionWorkload::for_preset(gpu(1.0e7), Bus::default(), &ids[model % ids.len()]).unwrap();
+    let mut w = vram_doctor::resolve::diffusion::for_preset(
+        gpu(1.0e7),
+        Bus::default(),
+        &ids[model % ids.len()],
+    )
+    .unwrap();
     match engine % 3 {
         0 => w.run.engine = Engine::Diffusers,
         1 => {

@@ -8,7 +8,7 @@
 use crate::memory::diffusion::comfy::{ComfyMemory, MemoryMode};
 use crate::memory::diffusion::residency::{Stage, place};
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
-use crate::plan::verdict::diffusion_fits_with_margin;
+use crate::plan::verdict::{self, Fit, diffusion_fits_with_margin, streams_weights};
 use crate::types::dtype::WeightFormat;
 use crate::types::options::Engine;
 use serde::{Deserialize, Serialize};
@@ -199,10 +199,10 @@ pub struct DiffusionPlan {
 /// bytes per step may be streamed, runs streaming no more than that: a run that streams fills
 /// what ComfyUI finds free by design, so its margin is ComfyUI's own reserve.
 fn fits_streaming_at_most(w: &DiffusionWorkload, streamed: f64) -> bool {
-    if streamed <= 1.0 {
+    if !streams_weights(streamed) {
         return diffusion_fits_with_margin(w);
     }
-    estimate(w).fits() && place(w).streamed_bytes <= streamed + 1.0
+    estimate(w).fits() && !streams_weights(place(w).streamed_bytes - streamed)
 }
 
 /// Seconds per image of `planned`, the run with the strategies `set` applied
@@ -293,9 +293,11 @@ fn max_batch(w: &DiffusionWorkload) -> u32 {
 pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
     let base_b = estimate(w);
     let capacity = w.gpu.vram_bytes;
-    let fits_as_is = diffusion_fits_with_margin(w);
-    // Runs as given by streaming weights (not merely inside the safety margin).
-    let runs_streaming = !fits_as_is && base_b.fits() && place(w).streamed_bytes > 1.0;
+    // The verdict on the run as given: fits with the margin, runs only by streaming weights
+    // (not merely inside the safety margin), or neither.
+    let as_is = verdict::of_diffusion(w).fit;
+    let fits_as_is = as_is == Fit::Fits;
+    let runs_streaming = matches!(as_is, Fit::Streams { .. });
     let mut best: Option<(Vec<Strategy>, DiffusionWorkload, f64, f64)> = None;
     if fits_as_is {
         best = Some((Vec::new(), w.clone(), 1.0, 0.0));
@@ -409,7 +411,7 @@ mod tests {
 
     fn wl(model: &str, gib: f64, engine: Engine) -> DiffusionWorkload {
         let gpu = GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1);
-        let mut w = DiffusionWorkload::for_preset(gpu, Bus::default(), model).unwrap();
+        let mut w = crate::resolve::diffusion::for_preset(gpu, Bus::default(), model).unwrap();
         w.run.engine = engine;
         w
     }

@@ -214,7 +214,8 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
         }
         AnyWorkload::Game(g) => {
             let a = game::advise(g);
-            let fits = a.verdict != game::Verdict::OverBudget;
+            let v = verdict::of_game(&a);
+            let fits = v.runs();
             let plan = Plan {
                 strategies: a
                     .to_fit
@@ -256,7 +257,7 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 details: serde_json::to_value(&a).ok(),
                 ..Default::default()
             };
-            result(memory::any::estimate_any(w), verdict::of_game(&a), plan)
+            result(memory::any::estimate_any(w), v, plan)
         }
     }
 }

@@ -213,7 +213,7 @@ pub fn of_game(a: &super::game::GameAdvice) -> Verdict {
 pub fn of_diffusion(w: &DiffusionWorkload) -> Verdict {
     let b = estimate(w);
     let p = place(w);
-    let streaming = (b.fits() && p.streamed_bytes > 0.0).then(|| Fit::Streams {
+    let streaming = (b.fits() && streams_weights(p.streamed_bytes)).then(|| Fit::Streams {
         streamed_bytes: p.streamed_bytes as u64,
         slowdown: super::diffusion::streaming_slowdown(w),
     });
@@ -236,15 +236,21 @@ pub fn of_diffusion(w: &DiffusionWorkload) -> Verdict {
     Verdict::of(b.required_bytes(), need, w.gpu.vram_bytes, streaming)
 }
 
-/// Whether the run stays whole in VRAM (no weights streamed) on its card.
-fn whole_in_vram(w: &DiffusionWorkload) -> bool {
-    estimate(w).fits() && place(w).streamed_bytes <= 1.0
+/// Whether a placement that leaves `streamed_bytes` in system RAM streams weights every step:
+/// more than a byte (what is left below is rounding of the partial load's float sums).
+pub fn streams_weights(streamed_bytes: f64) -> bool {
+    streamed_bytes > 1.0
 }
 
-/// Whether a diffusion run stays whole in VRAM with the safety margin left free.
+/// Whether the run stays whole in VRAM (no weights streamed) on its card.
+fn whole_in_vram(w: &DiffusionWorkload) -> bool {
+    estimate(w).fits() && !streams_weights(place(w).streamed_bytes)
+}
+
+/// Whether a diffusion run stays whole in VRAM with the safety margin left free: the verdict's
+/// `Fit::Fits`, so the diffusion planner and every front end agree.
 pub fn diffusion_fits_with_margin(w: &DiffusionWorkload) -> bool {
-    i128::from(diffusion_need_bytes(w)) + i128::from(margin(w.gpu.vram_bytes))
-        <= i128::from(w.gpu.vram_bytes)
+    of_diffusion(w).fit == Fit::Fits
 }
 
 /// Card sizes are tried to this resolution.
@@ -283,7 +289,7 @@ mod tests {
 
     fn comfy(model: &str, gib: f64) -> DiffusionWorkload {
         let gpu = GpuTarget::with_capacity(gib_to_bytes(gib), 1);
-        let mut w = DiffusionWorkload::for_preset(gpu, Bus::default(), model).unwrap();
+        let mut w = crate::resolve::diffusion::for_preset(gpu, Bus::default(), model).unwrap();
         w.run.engine = Engine::ComfyUi;
         w
     }

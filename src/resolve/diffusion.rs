@@ -2,7 +2,9 @@
 
 use crate::memory::diffusion::comfy::parse_torch_version;
 use crate::memory::diffusion::parts::quantized_bytes_per_param;
-use crate::memory::diffusion::{Bus, DiffusionWorkload, ModelKind};
+use crate::memory::diffusion::{
+    Bus, DiffusionCatalog, DiffusionRun, DiffusionWorkload, ModelKind, Part,
+};
 use crate::types::dtype::WeightFormat;
 use crate::types::options::Engine;
 use crate::types::workload::{GpuTarget, WorkloadFile};
@@ -70,6 +72,44 @@ pub fn torch_field(v: Option<&str>) -> Result<Option<(u32, u32)>, String> {
     .transpose()
 }
 
+/// A workload for a diffusion preset with default knobs at the model's native size: the model,
+/// its text encoders and its VAE looked up in the catalog, once, here.
+pub fn for_preset(gpu: GpuTarget, bus: Bus, model_id: &str) -> Result<DiffusionWorkload, String> {
+    let cat = DiffusionCatalog::get();
+    let model = cat.model(model_id)?.clone();
+    let text_encoders: Vec<Part> = model
+        .text_encoders
+        .iter()
+        .filter_map(|t| cat.part(t).cloned())
+        .collect();
+    let vae = cat
+        .part(&model.vae)
+        .cloned()
+        .ok_or_else(|| format!("{}: VAE '{}' missing", model.id, model.vae))?;
+    let weights = if gpu.bf16 {
+        WeightFormat::Bf16
+    } else {
+        WeightFormat::Fp16
+    };
+    let run = DiffusionRun {
+        width: model.native_width,
+        height: model.native_height,
+        frames: model.native_frames.max(1),
+        weights,
+        text_encoder_weights: vec![weights; text_encoders.len()],
+        cfg: model.cfg,
+        ..Default::default()
+    };
+    Ok(DiffusionWorkload {
+        gpu,
+        bus,
+        model,
+        text_encoders,
+        vae,
+        run,
+    })
+}
+
 /// Resolves `[model] preset` against the diffusion catalog and checks the `[run]` fields.
 pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload, String> {
     let preset = file
@@ -77,7 +117,7 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
         .preset
         .as_deref()
         .ok_or("model.preset is missing: name a diffusion model (see `vram-doctor presets list diffusion`)")?;
-    let mut w = DiffusionWorkload::for_preset(gpu.clone(), bus_for(&gpu), preset)?;
+    let mut w = for_preset(gpu.clone(), bus_for(&gpu), preset)?;
     let r = &file.run;
     w.run.engine = match r.engine {
         None => Engine::ComfyUi,

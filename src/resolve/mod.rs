@@ -5,11 +5,12 @@
 //! result as plain data.
 
 pub mod diffusion;
+pub mod game;
 
 use crate::catalog::Catalog;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionCatalog;
-use crate::memory::game::{self, GameCatalog};
+use crate::memory::game::GameCatalog;
 use crate::types::arch::ModelArch;
 use crate::types::dtype::{KvDtype, WeightFormat};
 use crate::types::gpu::{Gpu, Vendor};

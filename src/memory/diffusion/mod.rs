@@ -137,43 +137,6 @@ pub struct DiffusionWorkload {
 }
 
 impl DiffusionWorkload {
-    /// Builds a workload for a preset with default knobs at the model's native size.
-    pub fn for_preset(gpu: GpuTarget, bus: Bus, model_id: &str) -> Result<Self, String> {
-        let cat = DiffusionCatalog::get();
-        let model = cat.model(model_id)?.clone();
-        let text_encoders: Vec<Part> = model
-            .text_encoders
-            .iter()
-            .filter_map(|t| cat.part(t).cloned())
-            .collect();
-        let vae = cat
-            .part(&model.vae)
-            .cloned()
-            .ok_or_else(|| format!("{}: VAE '{}' missing", model.id, model.vae))?;
-        let weights = if gpu.bf16 {
-            WeightFormat::Bf16
-        } else {
-            WeightFormat::Fp16
-        };
-        let run = DiffusionRun {
-            width: model.native_width,
-            height: model.native_height,
-            frames: model.native_frames.max(1),
-            weights,
-            text_encoder_weights: vec![weights; text_encoders.len()],
-            cfg: model.cfg,
-            ..Default::default()
-        };
-        Ok(DiffusionWorkload {
-            gpu,
-            bus,
-            model,
-            text_encoders,
-            vae,
-            run,
-        })
-    }
-
     /// ComfyUI's memory behaviour for this run (`None` for diffusers, which has neither mode).
     pub fn comfy_memory(&self) -> Option<comfy::ComfyMemory> {
         (self.run.engine != Engine::Diffusers).then(|| comfy::memory(&self.run, &self.gpu))

@@ -534,7 +534,7 @@ mod tests {
     }
 
     fn wl(model: &str, gib: f64, engine: Engine) -> DiffusionWorkload {
-        let mut w = DiffusionWorkload::for_preset(gpu(gib), Bus::default(), model).unwrap();
+        let mut w = crate::resolve::diffusion::for_preset(gpu(gib), Bus::default(), model).unwrap();
         w.run.engine = engine;
         w
     }

@@ -120,7 +120,7 @@ mod tests {
     }
 
     fn wl(model: &str) -> DiffusionWorkload {
-        DiffusionWorkload::for_preset(gpu(80.0), Bus::default(), model).unwrap()
+        crate::resolve::diffusion::for_preset(gpu(80.0), Bus::default(), model).unwrap()
     }
 
     #[test]

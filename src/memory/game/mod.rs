@@ -7,8 +7,8 @@ pub mod catalog;
 
 use super::breakdown::{Breakdown, Layer};
 use crate::types::options::choice;
-use crate::types::workload::{GpuTarget, WorkloadFile};
-use crate::units::{GIB, gib_to_bytes};
+use crate::types::workload::GpuTarget;
+use crate::units::GIB;
 pub use catalog::{Game, GameCatalog, Measured};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -419,43 +419,10 @@ pub fn estimate(w: &GameWorkload) -> Breakdown {
     b
 }
 
-/// Resolves `[run]` game fields; `[model] preset` names a catalog title (optional).
-pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<GameWorkload, String> {
-    let game = match &file.model.preset {
-        Some(p) => Some(GameCatalog::get().game(p)?.clone()),
-        None => None,
-    };
-    let r = &file.run;
-    let d = GameRun::default();
-    let other = r.other_processes_gib.unwrap_or(0.0);
-    if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
-        return Err(format!(
-            "run.other_processes_gib = {other} is out of range; allowed 0..=4096"
-        ));
-    }
-    let run = GameRun {
-        resolution: match &r.resolution {
-            Some(s) => s.parse().map_err(|e| format!("run.resolution: {e}"))?,
-            None => d.resolution,
-        },
-        texture_quality: match &r.texture_quality {
-            Some(s) => s.parse()?,
-            None => d.texture_quality,
-        },
-        ray_tracing: r.ray_tracing.unwrap_or(false),
-        frame_generation: r.frame_generation.unwrap_or(false),
-        upscaler: match &r.upscaler {
-            Some(s) => s.parse()?,
-            None => d.upscaler,
-        },
-        other_processes_bytes: gib_to_bytes(other),
-    };
-    Ok(GameWorkload { gpu, game, run })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::gib_to_bytes;
 
     fn gpu(gib: f64) -> GpuTarget {
         GpuTarget::with_capacity(gib_to_bytes(gib), 1)

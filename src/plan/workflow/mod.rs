@@ -621,7 +621,7 @@ impl<'a> Planner<'a> {
             )
         })?;
         let m = self.model(loader)?;
-        let mut wl = DiffusionWorkload::for_preset(self.gpu.clone(), self.bus, &m.id)?;
+        let mut wl = crate::resolve::diffusion::for_preset(self.gpu.clone(), self.bus, &m.id)?;
         if let Some((file, _)) = loader_files(loader).into_iter().next() {
             wl.model = self.model_as_loaded(&wl.model, &file);
         }

@@ -202,7 +202,7 @@ impl PlannerView {
             }
         };
         let peak = wp.peak();
-        let Ok(start) = crate::memory::diffusion::DiffusionWorkload::for_preset(
+        let Ok(start) = crate::resolve::diffusion::for_preset(
             peak.workload.gpu.clone(),
             peak.workload.bus,
             &peak.model,
