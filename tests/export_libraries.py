@@ -112,7 +112,7 @@ def check_cli(case):
     from transformers import Trainer
     cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(parsed)
     out["optimizer_class"] = f"{cls.__module__}.{cls.__qualname__}"
-    out["optimizer_kwargs"] = {k: v for k, v in kwargs.items() if k in ("optim_bits", "is_paged")}
+    out["optimizer_kwargs"] = {k: v for k, v in kwargs.items() if k in ("optim_bits", "is_paged", "fused")}
     return out, parsed
 
 

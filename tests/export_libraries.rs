@@ -21,7 +21,7 @@ use vram_doctor::plan::plan_any;
 use vram_doctor::resolve::resolve_any;
 use vram_doctor::types::dtype::WeightFormat;
 use vram_doctor::types::options::{
-    Checkpointing, LoraTargets, Loss, Method, Offload, Optimizer, Precision,
+    Checkpointing, LoraTargets, Loss, Method, Offload, Optimizer, OptimizerStep, Precision,
 };
 use vram_doctor::types::workload::Workload;
 
@@ -33,6 +33,12 @@ const GRID: &[(&str, &str, &str, &str)] = &[
         "h100-80gb",
         "qwen2.5-0.5b",
         "precision = \"bf16-mixed\"\noptimizer = \"adamw\"\nbatch = 4\nseq = 1024",
+    ),
+    (
+        "full-bf16mixed-adamw-fused",
+        "h100-80gb",
+        "qwen2.5-0.5b",
+        "precision = \"bf16-mixed\"\noptimizer = \"adamw\"\noptimizer_step = \"fused\"\nbatch = 4\nseq = 1024",
     ),
     (
         "full-fp16mixed-sgd-ckpt",
@@ -269,8 +275,12 @@ fn check(py: &str, dir: &Path, manifest: &Value) -> (Value, BTreeMap<String, Val
 /// The optimizer class the Trainer builds for each optimizer (transformers
 /// `Trainer.get_optimizer_cls_and_kwargs`): torch's AdamW and SGD, transformers' Adafactor,
 /// bitsandbytes' AdamW with 8-bit states and Lion with 32-bit states.
-fn optimizer_class(o: Optimizer) -> (&'static str, Value) {
+fn optimizer_class(o: Optimizer, step: OptimizerStep) -> (&'static str, Value) {
     match o {
+        // `adamw_torch_fused` passes `fused=True` (`_get_adamw_torch`).
+        Optimizer::AdamW if step == OptimizerStep::Fused => {
+            ("torch.optim.adamw.AdamW", json!({"fused": true}))
+        }
         Optimizer::AdamW => ("torch.optim.adamw.AdamW", json!({})),
         Optimizer::AdamW8bit => (
             "bitsandbytes.optim.adamw.AdamW",
@@ -368,7 +378,7 @@ fn compare(case: &Case, res: &Value, failures: &mut Vec<String>) {
         &res["cli"]["launcher_gpus"],
         json!(case.plan.gpu.count),
     );
-    let (class, kwargs) = optimizer_class(r.optimizer);
+    let (class, kwargs) = optimizer_class(r.optimizer, r.optimizer_step);
     eq(
         "the Trainer's optimizer",
         &res["cli"]["optimizer_class"],
@@ -546,6 +556,7 @@ fn training_exports_are_accepted_by_the_real_libraries() {
                 a.method,
                 a.precision,
                 a.optimizer,
+                a.optimizer_step,
                 a.checkpointing,
                 a.zero_stage,
                 a.offload,
@@ -557,6 +568,7 @@ fn training_exports_are_accepted_by_the_real_libraries() {
                 p.method,
                 p.precision,
                 p.optimizer,
+                p.optimizer_step,
                 p.checkpointing,
                 p.zero_stage,
                 p.offload,

@@ -473,6 +473,8 @@ fn every_strategy_template_has_a_chinese_entry() {
         Strategy::Batch { batch: 1 },
         Strategy::PureBf16,
         Strategy::Optimizer8bit,
+        Strategy::FusedOptimizer,
+        Strategy::OptimizerInBwd,
         Strategy::Zero { stage: 3 },
         Strategy::Context { seq: 4096 },
         Strategy::ChunkedLoss,
@@ -515,6 +517,8 @@ fn every_strategy_template_has_a_chinese_entry() {
             | Strategy::Method { .. }
             | Strategy::PureBf16
             | Strategy::Optimizer8bit
+            | Strategy::FusedOptimizer
+            | Strategy::OptimizerInBwd
             | Strategy::Zero { .. }
             | Strategy::Offload { .. }
             | Strategy::Context { .. }

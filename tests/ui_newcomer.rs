@@ -119,6 +119,8 @@ fn control(s: &Strategy) -> &'static [(Role, &'static str)] {
         Strategy::Method { .. } => &[(Role::ComboBox, "Method")],
         Strategy::PureBf16 => &[(Role::ComboBox, "Precision")],
         Strategy::Optimizer8bit => &[(Role::ComboBox, "Optimizer")],
+        Strategy::FusedOptimizer => &[(Role::ComboBox, "Optimizer step")],
+        Strategy::OptimizerInBwd => &[(Role::CheckBox, "Optimizer step in backward")],
         Strategy::Zero { .. } => &[(Role::Slider, "ZeRO stage")],
         Strategy::Offload { .. } => &[(Role::ComboBox, "Offload")],
         Strategy::Context { .. } => &[(Role::Slider, "Sequence length")],
@@ -164,8 +166,10 @@ const LLM_PLANS: &[&str] = &[
     "[gpu]\npreset = \"rtx-4090\"\ncount = 4\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nbatch = 4\nseq = 2048\n",
     // a smaller batch
     "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbatch = 128\nseq = 600\nweights = \"nf4\"\nattention = \"flash\"\n",
-    // optimizer offload
+    // the optimizer step in backward (no full set of gradients)
     "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nseq = 512\nmethod = \"full\"\ncheckpointing = \"full\"\nloss = \"chunked\"\nprecision = \"bf16\"\noptimizer = \"adamw-8bit\"\n",
+    // optimizer offload (gradient accumulation rules out the step in backward)
+    "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nseq = 512\nmethod = \"full\"\ncheckpointing = \"full\"\nloss = \"chunked\"\nprecision = \"bf16\"\noptimizer = \"adamw-8bit\"\ngrad_accum = 2\n",
 ];
 
 /// Every strategy a plan recommends has a control, and one press of "Apply plan" reaches the
@@ -211,6 +215,7 @@ fn every_recommended_strategy_has_a_control_and_apply_reaches_the_promised_peak(
         "method",
         "pure_bf16",
         "optimizer8bit",
+        "optimizer_in_bwd",
         "zero",
         "offload",
         "context",

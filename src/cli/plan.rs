@@ -80,6 +80,12 @@ pub struct PlanArgs {
     pub precision: Option<Precision>,
     #[arg(long)]
     pub optimizer: Option<Optimizer>,
+    /// How the optimizer step runs: foreach (PyTorch's CUDA default), fused, for-loop.
+    #[arg(long)]
+    pub optimizer_step: Option<OptimizerStep>,
+    /// torchtune optimizer_in_bwd: step each parameter in backward and free its gradient.
+    #[arg(long)]
+    pub optimizer_in_bwd: bool,
     #[arg(long)]
     pub checkpointing: Option<Checkpointing>,
     #[arg(long)]
@@ -250,6 +256,11 @@ impl PlanArgs {
         set(&mut r.method, self.method);
         set(&mut r.precision, self.precision);
         set(&mut r.optimizer, self.optimizer);
+        set(&mut r.optimizer_step, self.optimizer_step);
+        set(
+            &mut r.optimizer_in_bwd,
+            self.optimizer_in_bwd.then_some(true),
+        );
         set(&mut r.checkpointing, self.checkpointing);
         set(&mut r.lora_rank, self.lora_rank);
         set(&mut r.lora_targets, self.lora_targets);

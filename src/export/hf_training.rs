@@ -5,13 +5,16 @@
 
 use super::{command_line, comments, deepspeed, hf_repo};
 use crate::types::options::{
-    Attention, Checkpointing, Loss, Method, Offload, Optimizer, Precision,
+    Attention, Checkpointing, Loss, Method, Offload, Optimizer, OptimizerStep, Precision,
 };
 use crate::types::workload::Workload;
 
-/// `TrainingArguments.optim` for an optimizer (transformers `OptimizerNames`).
-pub fn optim_name(o: Optimizer) -> &'static str {
+/// `TrainingArguments.optim` for an optimizer and how its step runs (transformers
+/// `OptimizerNames`; `adamw_torch_fused` passes `fused=True`, `trainer_optimizer.py`
+/// `_get_adamw_torch`). The for-loop step has no name: it is noted (`notes`).
+pub fn optim_name(o: Optimizer, step: OptimizerStep) -> &'static str {
     match o {
+        Optimizer::AdamW if step == OptimizerStep::Fused => "adamw_torch_fused",
         Optimizer::AdamW => "adamw_torch",
         Optimizer::AdamW8bit => "adamw_bnb_8bit",
         Optimizer::Sgd => "sgd",
@@ -72,7 +75,7 @@ fn fields(w: &Workload) -> Vec<Field> {
     if r.checkpointing != Checkpointing::None {
         f.push(switch("gradient_checkpointing"));
     }
-    f.push(string("optim", optim_name(r.optimizer)));
+    f.push(string("optim", optim_name(r.optimizer, r.optimizer_step)));
     if r.loss == Loss::Chunked {
         // Liger's fused linear cross-entropy never materialises the full logits
         // (transformers `use_liger_kernel`, linkedin/Liger-Kernel README).
@@ -112,6 +115,12 @@ fn notes(w: &Workload) -> Vec<String> {
     }
     if r.checkpointing == Checkpointing::Selective {
         n.push("The plan assumes selective recomputation; the Trainer's gradient_checkpointing recomputes whole layers (less memory, ~25% slower).".into());
+    }
+    if r.optimizer == Optimizer::AdamW && r.optimizer_step == OptimizerStep::ForLoop {
+        n.push("The plan's optimizer steps one tensor at a time: `optim` has no name for it; pass optimizers=(torch.optim.AdamW(model.parameters(), foreach=False), None) to the Trainer.".into());
+    }
+    if r.optimizer_in_bwd {
+        n.push("The plan steps the optimizer inside the backward pass (torchtune optimizer_in_bwd); the Trainer cannot: its peak holds every gradient. Use the torchtune recipe, or register_post_accumulate_grad_hook steps as in PyTorch's \"optimizer step in backward\" tutorial.".into());
     }
     if r.loss == Loss::Chunked {
         n.push("use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).".into());

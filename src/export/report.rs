@@ -93,6 +93,13 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                 setting("method", "Method", r.method, train),
                 setting("precision", "Precision", r.precision, train),
                 setting("optimizer", "Optimizer", r.optimizer, train),
+                setting("optimizer_step", "Optimizer step", r.optimizer_step, train),
+                setting(
+                    "optimizer_in_bwd",
+                    "Optimizer step in backward",
+                    r.optimizer_in_bwd,
+                    train,
+                ),
                 setting(
                     "checkpointing",
                     "Activation checkpointing",

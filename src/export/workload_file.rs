@@ -48,6 +48,8 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
             method,
             precision,
             optimizer,
+            optimizer_step,
+            optimizer_in_bwd,
             checkpointing,
             lora_targets,
             offload,

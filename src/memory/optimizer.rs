@@ -1,6 +1,6 @@
 //! Optimizer state bytes per trainable parameter, and the temporaries of its step.
 
-use crate::types::options::{Optimizer, Precision};
+use crate::types::options::{Optimizer, OptimizerStep, Precision};
 
 /// Bytes of optimizer state per trainable parameter.
 ///
@@ -27,15 +27,30 @@ pub fn state_bytes(opt: Optimizer, precision: Precision, hidden: u32) -> f64 {
     }
 }
 
-/// Extra bytes per trainable parameter alive during the optimizer step. PyTorch's default
-/// multi-tensor AdamW (`torch/optim/adamw.py`, `_multi_tensor_adamw`, `foreach=True` on CUDA
-/// since 2.0) computes `exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)` for the whole
-/// parameter group at once: one extra copy of a moment. bitsandbytes and Adafactor update in
-/// place per tensor.
-pub fn step_temp_bytes(opt: Optimizer, precision: Precision) -> f64 {
-    match (opt, precision) {
-        (Optimizer::AdamW, Precision::Bf16) => 2.0,
-        (Optimizer::AdamW, _) => 4.0,
+/// Bytes of the optimizer step's temporaries for `params` trainable parameters whose largest
+/// tensor has `largest` elements (PyTorch's AdamW, `torch/optim/adam.py`):
+/// - `foreach` (`_multi_tensor_adam`, the CUDA default since 2.0) computes
+///   `exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)` for the whole parameter group at
+///   once: one extra copy of a moment for every parameter;
+/// - `for-loop` (`_single_tensor_adam`) makes `denom = (exp_avg_sq.sqrt() / bc2).add_(eps)` per
+///   parameter: the `sqrt` output and the quotient, two of one parameter's size;
+/// - `fused` (`_fused_adam` → `torch._fused_adamw_`) updates in place: none.
+///
+/// bitsandbytes, Adafactor, SGD and Lion update in place per tensor.
+pub fn step_temp_bytes(
+    opt: Optimizer,
+    precision: Precision,
+    step: OptimizerStep,
+    params: f64,
+    largest: f64,
+) -> f64 {
+    let moment = match precision {
+        Precision::Bf16 => 2.0,
+        _ => 4.0,
+    };
+    match (opt, step) {
+        (Optimizer::AdamW, OptimizerStep::Foreach) => params * moment,
+        (Optimizer::AdamW, OptimizerStep::ForLoop) => 2.0 * largest.min(params) * moment,
         _ => 0.0,
     }
 }

@@ -11,6 +11,12 @@
 //!   loss buffers; gradients exist only from earlier micro-batches (gradient accumulation);
 //! - under full checkpointing, one layer re-run during backward, with the gradients so far;
 //! - the optimizer step: every gradient plus the step's temporaries.
+//!
+//! With the optimizer step fused into backward (torchtune `optimizer_in_bwd`,
+//! `torchtune/training/memory.py` `register_optim_in_bwd_hooks`: one optimizer per parameter,
+//! stepped and `zero_grad`-ed by a `register_post_accumulate_grad_hook` as soon as that
+//! parameter's gradient is complete) there is no step moment: at most one parameter's gradient
+//! and its step's temporaries exist at a time, during backward.
 
 use super::activations::{StepDtypes, Trained, training_activations};
 use super::breakdown::{Breakdown, Layer};
@@ -166,14 +172,20 @@ pub fn estimate(w: &Workload) -> Breakdown {
     // the forward, checkpointed or not.
     let at_forward_end = early_grads + acts + copies + forward_logits;
     let at_loss = early_grads + acts + layer_copies + logits;
-    let at_layer = grads + acts + recompute;
-    let at_step = grads + temp;
+    // The step's temporaries run inside backward when the step is fused into it.
+    let bwd_temp = if r.optimizer_in_bwd { temp } else { 0.0 };
+    let at_layer = grads + bwd_temp + acts + recompute;
+    let at_step = if r.optimizer_in_bwd {
+        0.0
+    } else {
+        grads + temp
+    };
     let (grads, acts, logits, temp) = if at_forward_end > at_loss.max(at_layer).max(at_step) {
         (early_grads, acts + copies, forward_logits, 0.0)
     } else if at_loss >= at_layer.max(at_step) {
         (early_grads, acts + layer_copies, logits, 0.0)
     } else if at_layer >= at_step {
-        (grads, acts + recompute, 0.0, 0.0)
+        (grads, acts + recompute, 0.0, bwd_temp)
     } else {
         (grads, 0.0, 0.0, temp)
     };
@@ -207,6 +219,14 @@ pub fn estimate(w: &Workload) -> Breakdown {
         overhead::context_bytes(r.engine),
         r.other_processes_bytes,
     );
+    if r.optimizer_step != OptimizerStep::Foreach
+        && !matches!(r.optimizer, Optimizer::AdamW | Optimizer::Sgd)
+    {
+        b.warn(&format!(
+            "run.optimizer_step = {} is a switch of torch.optim's AdamW and SGD; {} has none, so it changes nothing here",
+            r.optimizer_step, r.optimizer
+        ));
+    }
     if r.zero_stage > 0 && w.gpu.count == 1 {
         b.warn("ZeRO partitions states across GPUs; with gpu.count = 1 it saves nothing");
     }
@@ -223,13 +243,23 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
     if r.zero_stage > 0 && matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed) {
         states += 4.0; // fp32 master weights live with the optimizer under ZeRO
     }
-    let temp = step_temp_bytes(r.optimizer, r.precision);
+    let largest = a.largest_param_elements();
     let z = r.zero_stage;
     let div = |stage: u32| if z >= stage { n } else { 1.0 };
     let mut weights = p * wb / div(3);
-    let grads = p * gb / div(2);
     let mut st = p * states / div(1);
-    let mut tmp = p * temp / div(1);
+    // Stepped in backward: one parameter's gradient and its own optimizer's temporaries.
+    let (grads, mut tmp) = if r.optimizer_in_bwd {
+        (
+            largest * gb / div(2),
+            step_temp_bytes(r.optimizer, r.precision, r.optimizer_step, largest, largest) / div(1),
+        )
+    } else {
+        (
+            p * gb / div(2),
+            step_temp_bytes(r.optimizer, r.precision, r.optimizer_step, p, largest) / div(1),
+        )
+    };
     if r.offload != Offload::None {
         st = 0.0;
         tmp = 0.0;
@@ -257,11 +287,25 @@ fn adapter_model_states(a: &ModelArch, r: &Run, base: f64) -> (f64, f64, f64, f6
         base += 2.0 * (a.embedding_params() + a.lm_head_params());
     }
     let lp = lora_params(a, r.lora_rank, r.lora_targets);
+    // The largest adapter matrix: `lora_A` of the widest input (the MLP's `down_proj`).
+    let h = f64::from(a.hidden);
+    let largest =
+        (f64::from(r.lora_rank) * h.max(f64::from(a.intermediate)).max(a.q_dim())).min(lp);
     // PEFT keeps adapter weights in fp32 (`autocast_adapter_dtype=True`), so gradients and
     // AdamW moments are fp32 too.
-    let per = 4.0 + 4.0 + state_bytes(r.optimizer, Precision::Fp32, a.hidden);
-    let temp = lp * step_temp_bytes(r.optimizer, Precision::Fp32);
-    (base, 0.0, 0.0, temp, lp * per)
+    let states = state_bytes(r.optimizer, Precision::Fp32, a.hidden);
+    let step = |n: f64| step_temp_bytes(r.optimizer, Precision::Fp32, r.optimizer_step, n, largest);
+    if r.optimizer_in_bwd {
+        (
+            base,
+            0.0,
+            0.0,
+            step(largest),
+            lp * (4.0 + states) + 4.0 * largest,
+        )
+    } else {
+        (base, 0.0, 0.0, step(lp), lp * (8.0 + states))
+    }
 }
 
 #[cfg(test)]
@@ -293,6 +337,38 @@ mod tests {
             + b.get("optimizer_states")
             + b.get("workspace")) as f64;
         assert!((states - 20.0 * p).abs() < 16.0, "{states}");
+    }
+
+    #[test]
+    fn the_step_implementation_sets_the_temporaries() {
+        // torch.optim AdamW at a short sequence (the step is the peak): foreach makes one fp32
+        // moment per parameter, fused none, the for-loop two of the largest tensor.
+        let run = |step: &str| {
+            est(&format!(
+                "precision = \"bf16-mixed\"\nseq = 16\noptimizer_step = \"{step}\"\n"
+            ))
+        };
+        let p = 8_030_261_248.0;
+        let largest = crate::types::arch::tests::llama31_8b().largest_param_elements();
+        assert_eq!(largest, 128_256.0 * 4096.0);
+        assert!((run("foreach").get("workspace") as f64 - 4.0 * p).abs() < 16.0);
+        assert_eq!(run("fused").get("workspace"), 0);
+        let looped = run("for-loop");
+        assert!((looped.get("workspace") as f64 - 8.0 * largest).abs() < 16.0);
+        assert!(looped.peak.tensors_bytes < run("foreach").peak.tensors_bytes);
+    }
+
+    #[test]
+    fn a_step_in_backward_holds_one_gradient() {
+        let all = est("precision = \"bf16-mixed\"\nseq = 16\n");
+        let b = est("precision = \"bf16-mixed\"\nseq = 16\noptimizer_in_bwd = true\n");
+        let largest = crate::types::arch::tests::llama31_8b().largest_param_elements();
+        // At most one fp32 gradient and its own foreach temporary, during backward (here the
+        // end of the forward, with autocast's weight copies, is the peak).
+        assert!(b.get("gradients") as f64 <= 4.0 * largest + 16.0);
+        assert!(b.get("workspace") as f64 <= 4.0 * largest + 16.0);
+        assert_eq!(b.get("optimizer_states"), all.get("optimizer_states"));
+        assert!(b.peak.tensors_bytes + (7 << 30) < all.peak.tensors_bytes);
     }
 
     #[test]

@@ -376,6 +376,15 @@ impl RunSection {
                 "run.weights = '{weights}' cannot be fully fine-tuned; use run.method = 'qlora' or 16-bit weights"
             ));
         }
+        let optimizer_in_bwd = self.optimizer_in_bwd.unwrap_or(d.optimizer_in_bwd);
+        if optimizer_in_bwd && self.grad_accum.is_some_and(|g| g > 1) {
+            // torchtune's recipes refuse the pair (full_finetune_single_device.py `__init__`:
+            // "Gradient accumulation is not supported with optimizer in bwd").
+            return Err("run.optimizer_in_bwd steps each parameter as soon as its gradient is complete, so it cannot accumulate gradients; set run.grad_accum = 1 or run.optimizer_in_bwd = false".into());
+        }
+        if optimizer_in_bwd && self.offload.is_some_and(|o| o != Offload::None) {
+            return Err("run.optimizer_in_bwd (torchtune) and run.offload (DeepSpeed ZeRO-Offload, whose optimizer runs on the CPU) do not combine; choose one".into());
+        }
         Ok(Run {
             task,
             objective: self.objective.unwrap_or(d.objective),
@@ -390,6 +399,8 @@ impl RunSection {
             method,
             precision: self.precision.unwrap_or(d.precision),
             optimizer: self.optimizer.unwrap_or(d.optimizer),
+            optimizer_step: self.optimizer_step.unwrap_or(d.optimizer_step),
+            optimizer_in_bwd,
             checkpointing: self.checkpointing.unwrap_or(d.checkpointing),
             lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
             lora_targets: self.lora_targets.unwrap_or(d.lora_targets),
@@ -481,6 +492,22 @@ mod tests {
 
     fn resolve(text: &str) -> Result<Workload, String> {
         WorkloadFile::parse(text, "w.toml")?.resolve(Path::new("."), None)
+    }
+
+    #[test]
+    fn a_step_in_backward_refuses_what_it_cannot_do() {
+        let base = "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\noptimizer_in_bwd = true\n";
+        assert!(resolve(base).unwrap().run.optimizer_in_bwd);
+        let e = resolve(&format!("{base}grad_accum = 4\n")).unwrap_err();
+        assert!(
+            e.contains("run.optimizer_in_bwd") && e.contains("run.grad_accum"),
+            "{e}"
+        );
+        let e = resolve(&format!("{base}offload = \"optimizer\"\n")).unwrap_err();
+        assert!(
+            e.contains("run.optimizer_in_bwd") && e.contains("run.offload"),
+            "{e}"
+        );
     }
 
     #[test]

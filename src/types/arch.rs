@@ -131,6 +131,18 @@ impl ModelArch {
         }
     }
 
+    /// Elements of the model's largest parameter tensor: the embedding or head, a projection,
+    /// or a MoE layer's fused expert tensor (transformers 5 `MixtralExperts`: one 3-D
+    /// `gate_up_proj` of experts × 2·intermediate × hidden). What a per-parameter optimizer
+    /// step holds at most at once.
+    pub fn largest_param_elements(&self) -> f64 {
+        let h = f64::from(self.hidden);
+        let dense = f64::from(self.intermediate).max(self.q_dim()) * h;
+        let experts = self.routed_expert_params_per_layer() * (self.mlp_matrices() - 1.0).max(1.0)
+            / self.mlp_matrices().max(1.0);
+        self.embedding_params().max(dense).max(experts)
+    }
+
     /// Width of the attention output (heads × head_dim); differs from `hidden` for Gemma/Qwen3.
     pub fn q_dim(&self) -> f64 {
         f64::from(self.heads) * f64::from(self.head_dim)

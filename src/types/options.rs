@@ -136,6 +136,23 @@ choice!(
 );
 
 choice!(
+    /// How torch.optim runs the optimizer step over a parameter group (the `foreach` / `fused`
+    /// arguments of `torch.optim.AdamW`; `torch/optim/optimizer.py`
+    /// `_default_to_fused_or_foreach` picks foreach on CUDA when neither is given).
+    OptimizerStep, "run.optimizer_step" {
+        /// Multi-tensor kernels over the whole group (`_multi_tensor_adam`): its
+        /// `torch._foreach_sqrt` makes one temporary moment for every parameter at once.
+        Foreach = "foreach" | "default" | "multi-tensor",
+        /// One CUDA kernel updating in place (`_fused_adam` → `torch._fused_adamw_`): no
+        /// temporaries. transformers' `optim="adamw_torch_fused"`.
+        Fused = "fused",
+        /// One parameter at a time (`_single_tensor_adam`, `foreach=False`): the temporary
+        /// `denom` is one parameter's size.
+        ForLoop = "for-loop" | "loop" | "single-tensor",
+    }
+);
+
+choice!(
     Checkpointing, "run.checkpointing" {
         None = "none" | "off" | "false",
         Selective = "selective",

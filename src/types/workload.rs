@@ -41,6 +41,8 @@ const TRAINING_FIELDS: &[&str] = &[
     "method",
     "precision",
     "optimizer",
+    "optimizer_step",
+    "optimizer_in_bwd",
     "checkpointing",
     "lora_targets",
     "grad_accum",
@@ -168,6 +170,11 @@ pub struct RunSection {
     pub method: Option<Method>,
     pub precision: Option<Precision>,
     pub optimizer: Option<Optimizer>,
+    /// How the optimizer step runs: `foreach` (PyTorch's CUDA default), `fused` or `for-loop`.
+    pub optimizer_step: Option<OptimizerStep>,
+    /// torchtune `optimizer_in_bwd`: each parameter's optimizer step runs in the backward pass
+    /// as soon as its gradient is complete, and the gradient is freed.
+    pub optimizer_in_bwd: Option<bool>,
     pub checkpointing: Option<Checkpointing>,
     pub lora_rank: Option<i64>,
     pub lora_targets: Option<LoraTargets>,
@@ -378,6 +385,8 @@ pub struct Run {
     pub method: Method,
     pub precision: Precision,
     pub optimizer: Optimizer,
+    pub optimizer_step: OptimizerStep,
+    pub optimizer_in_bwd: bool,
     pub checkpointing: Checkpointing,
     pub lora_rank: u32,
     pub lora_targets: LoraTargets,
@@ -413,6 +422,8 @@ impl Default for Run {
             method: Method::Full,
             precision: Precision::Bf16Mixed,
             optimizer: Optimizer::AdamW,
+            optimizer_step: OptimizerStep::Foreach,
+            optimizer_in_bwd: false,
             checkpointing: Checkpointing::None,
             lora_rank: 16,
             lora_targets: LoraTargets::AllLinear,

@@ -218,8 +218,35 @@ def _optimizer(r, params):
     if r.optimizer == "adamw-8bit":
         import bitsandbytes as bnb
         return bnb.optim.AdamW8bit(params, lr=1e-5)
-    # CUDA's default is foreach (torch/optim/optimizer.py _default_to_fused_or_foreach); the CPU's is the loop.
-    return torch.optim.AdamW(params, lr=1e-5, foreach=True)
+    # CUDA's default is foreach (torch/optim/optimizer.py _default_to_fused_or_foreach); the CPU's is
+    # the loop, so the workload's choice is always passed.
+    step = {"foreach": {"foreach": True}, "fused": {"fused": True}, "for-loop": {"foreach": False}}
+    return torch.optim.AdamW(params, lr=1e-5, **step[r.optimizer_step])
+
+
+class InBackward:
+    """torchtune's `optimizer_in_bwd` (training/memory.py `register_optim_in_bwd_hooks`): one
+    optimizer per parameter, stepped and zeroed by the parameter's post-accumulate-grad hook."""
+
+    def __init__(self, r, params, on_grad):
+        self.optims = {p: _optimizer(r, [p]) for p in params}
+
+        def hook(p):
+            on_grad(p)
+            self.optims[p].step()
+            self.optims[p].zero_grad(set_to_none=True)
+        for p in params:
+            p.register_post_accumulate_grad_hook(hook)
+
+    @property
+    def state(self):
+        return {k: v for o in self.optims.values() for k, v in o.state.items()}
+
+    def step(self):
+        pass
+
+    def zero_grad(self, set_to_none=True):
+        pass
 
 
 _swap_tensors = torch.utils.swap_tensors
@@ -264,14 +291,17 @@ def step_peak(w, fake=True, top=0):
         for t in list(m.parameters()) + list(m.buffers()):
             counter.register(t)
         trainable = [p for p in m.parameters() if p.requires_grad]
-        opt = _optimizer(r, trainable)
+        def on_grad(p):
+            counter.tag(p.grad, "gradients")
+        opt = InBackward(r, trainable, on_grad) if r.optimizer_in_bwd else _optimizer(r, trainable)
         ids = torch.randint(0, w.model.config["vocab_size"], (r.batch, r.seq))
         counter.register(ids)
         mixed = r.precision == "bf16-mixed"
         for t in list(m.parameters()) + list(m.buffers()):
             counter.tag(t, "weights")
-        for p in trainable:
-            p.register_post_accumulate_grad_hook(lambda p: counter.tag(p.grad, "gradients"))
+        if not r.optimizer_in_bwd:
+            for p in trainable:
+                p.register_post_accumulate_grad_hook(on_grad)
         head = m.get_output_embeddings()
 
         def logits_phase(_mod, _args):
@@ -304,6 +334,11 @@ def step_peak(w, fake=True, top=0):
             mode.__exit__(None, None, None)
 
 
+def _step_mode(r):
+    """How the optimizer steps, in a row's `mode` when it is not the default."""
+    return ("" if r.optimizer_step == "foreach" else f" step={r.optimizer_step}") + (" in_bwd" if r.optimizer_in_bwd else "")
+
+
 def row(w, peak, parts, phase):
     """One row in the reference schema (tests/calibration_dry_run.rs SCHEMA) that
     `vram-doctor accuracy --reference` reads as a harness row."""
@@ -311,7 +346,7 @@ def row(w, peak, parts, phase):
     kind = {"full": "llm_training_full", "lora": "llm_training_lora"}[r.method]
     return {"id": "sim-" + w.stem, "source": "tests/calibration/fake_train.py (fake-tensor simulation)",
             "workload": kind, "model": w.model.name, "arch": None, "dtype": r.precision, "quant": None,
-            "batch": r.batch, "seq": r.seq, "mode": f"{r.method} {r.optimizer} checkpointing={r.checkpointing} attention={r.attention}",
+            "batch": r.batch, "seq": r.seq, "mode": f"{r.method} {r.optimizer}{_step_mode(r)} checkpointing={r.checkpointing} attention={r.attention}",
             "extras": {"workload_file": os.path.relpath(w.path, REPO), "compare_with": "peak.tensors_bytes",
                        "dry_run": False, "simulated": True, "model_type": w.model.model_type, "tensors_bytes": peak, "peak_phase": phase,
                        "peak_components": parts, "torch": torch.__version__},

@@ -49,10 +49,11 @@ MOE = ("mixtral", "qwen15moe")
 
 
 def run_fields(method="full", precision="bf16-mixed", optimizer="adamw", ckpt="none", batch=1,
-               seq=1024, rank=16, targets="all-linear", accum=1, attention=None):
+               seq=1024, rank=16, targets="all-linear", accum=1, attention=None, step="foreach",
+               in_bwd=False):
     return dict(method=method, precision=precision, optimizer=optimizer, checkpointing=ckpt,
                 batch=batch, seq=seq, lora_rank=rank, lora_targets=targets, grad_accum=accum,
-                attention=attention)
+                attention=attention, optimizer_step=step, optimizer_in_bwd=in_bwd)
 
 
 def grid():
@@ -69,6 +70,10 @@ def grid():
         if f["method"] == "lora":
             parts.append(f"r{f['lora_rank']}-{f['lora_targets']}")
         parts += [f["precision"].replace("-", ""), f["optimizer"].replace("-", "")]
+        if f["optimizer_step"] != "foreach":
+            parts.append(f["optimizer_step"].replace("-", ""))
+        if f["optimizer_in_bwd"]:
+            parts.append("inbwd")
         if f["checkpointing"] != "none":
             parts.append("ckpt")
         if f["attention"] != MODELS[model][1]:
@@ -114,6 +119,16 @@ def grid():
         add(m, ckpt="full", accum=4, optimizer="adafactor", batch=2, seq=1024)
         add(m, ckpt="full", optimizer="sgd", batch=1, seq=2048)
         add(m, ckpt="full", accum=2, optimizer="adamw-8bit", batch=1, seq=1024)
+    # How the optimizer steps (issue 14 class 5): torch.optim's foreach / fused / for-loop AdamW,
+    # and torchtune's optimizer step in backward, full and LoRA, with and without checkpointing.
+    # Short sequences under checkpointing, where the optimizer step is the peak.
+    for m in ("llama1b", "qwen3-8b"):
+        for step in ("fused", "for-loop"):
+            add(m, step=step, ckpt="full", seq=256)
+        add(m, in_bwd=True, ckpt="full", seq=256)
+        add(m, in_bwd=True, seq=1024)
+        add(m, in_bwd=True, optimizer="adamw-8bit", ckpt="full", seq=256)
+        add(m, method="lora", in_bwd=True, ckpt="full", seq=1024)
     # Larger models at longer sequences and batches.
     for m in ("qwen3-8b", "phi3mini"):
         add(m, ckpt="full", batch=8, seq=4096)
@@ -134,6 +149,10 @@ def toml(name, model, f):
     lines += [f'batch = {f["batch"]}', f'seq = {f["seq"]}']
     if f["grad_accum"] > 1:
         lines.append(f'grad_accum = {f["grad_accum"]}')
+    if f["optimizer_step"] != "foreach":
+        lines.append(f'optimizer_step = "{f["optimizer_step"]}"')
+    if f["optimizer_in_bwd"]:
+        lines.append("optimizer_in_bwd = true")
     return "\n".join(lines) + "\n"
 
 

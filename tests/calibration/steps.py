@@ -300,7 +300,8 @@ def _optimizer(run, params, device, res):
     if run.optimizer == "adafactor":
         from transformers.optimization import Adafactor
         return Adafactor(params, lr=1e-4, scale_parameter=False, relative_step=False, warmup_init=False)
-    return torch.optim.AdamW(params, lr=1e-5)
+    step = {"foreach": {"foreach": True}, "fused": {"fused": True}, "for-loop": {"foreach": False}}
+    return torch.optim.AdamW(params, lr=1e-5, **step[run.optimizer_step])
 
 
 def expected_state_bytes(opt_name, params):
@@ -354,6 +355,8 @@ def run_llm_training(model, run, device, workdir, meter, res):
     want = (plan.llm_params(model.model_type, model.config) if run.method == "full"
             else plan.lora_params(model.model_type, model.config, run.lora_targets, run.lora_rank))
     check(n_train == want, "trainable parameters equal the plan", f"{n_train} vs {want}", checks)
+    if run.optimizer_in_bwd:
+        raise RuntimeError("run.optimizer_in_bwd is simulated by fake_train.py, not measured by this harness")
     opt = _optimizer(run, trainable, device, res)
     amp_dtype = torch.float16 if run.precision == "fp16-mixed" else torch.bfloat16
     scaler = torch.amp.GradScaler(device, enabled=run.precision == "fp16-mixed")

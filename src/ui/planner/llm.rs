@@ -3,8 +3,8 @@
 
 use crate::catalog::Catalog;
 use crate::memory::{
-    Attention, Checkpointing, Engine, LoraTargets, Loss, Method, Offload, Optimizer, Precision,
-    Run, Task, WorkloadFile,
+    Attention, Checkpointing, Engine, LoraTargets, Loss, Method, Offload, Optimizer, OptimizerStep,
+    Precision, Run, Task, WorkloadFile,
 };
 use crate::plan::Plan;
 use crate::types::arch::ModelArch;
@@ -12,7 +12,7 @@ use crate::types::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
 use crate::types::workload::{ModelSection, RunSection};
 use crate::ui::i18n::{tr, tr_template, trf};
 use crate::ui::widgets::{
-    count_slider, explained, other_programs, pick, pick_name, pick_weights, search_pick,
+    count_slider, explained, flag, other_programs, pick, pick_name, pick_weights, search_pick,
 };
 use crate::units::human;
 use egui::{Slider, Ui};
@@ -149,6 +149,19 @@ pub fn inputs_ui(
         }
         if let Some(v) = pick(ui, tr("Optimizer"), Optimizer::ALL, r.optimizer) {
             f.optimizer = Some(v);
+        }
+        if matches!(r.optimizer, Optimizer::AdamW | Optimizer::Sgd)
+            && let Some(v) = pick(
+                ui,
+                tr("Optimizer step"),
+                OptimizerStep::ALL,
+                r.optimizer_step,
+            )
+        {
+            f.optimizer_step = Some(v);
+        }
+        if let Some(v) = flag(ui, tr("Optimizer step in backward"), r.optimizer_in_bwd) {
+            f.optimizer_in_bwd = Some(v);
         }
         if let Some(v) = pick(ui, tr("Checkpointing"), Checkpointing::ALL, r.checkpointing) {
             f.checkpointing = Some(v);
