@@ -29,6 +29,21 @@ fn zh_table() -> BTreeMap<String, String> {
     toml::from_str(i18n::ZH_CN).expect("assets/i18n/zh-CN.toml parses as a string table")
 }
 
+fn messages(text: &str, file: &str) -> BTreeMap<String, String> {
+    toml::from_str(text).unwrap_or_else(|e| panic!("{file} parses as a string table: {e}"))
+}
+
+fn messages_en() -> BTreeMap<String, String> {
+    messages(
+        vram_doctor::types::message::EN,
+        "assets/i18n/messages.en.toml",
+    )
+}
+
+fn messages_zh() -> BTreeMap<String, String> {
+    messages(i18n::MESSAGES_ZH_CN, "assets/i18n/messages.zh-CN.toml")
+}
+
 fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -87,6 +102,11 @@ fn every_chinese_character_has_a_glyph_in_the_shipped_subset() {
         .into_iter()
         .map(|(k, v)| (format!("assets/i18n/zh-CN.toml \"{k}\""), v))
         .collect();
+    texts.extend(
+        messages_zh()
+            .into_iter()
+            .map(|(k, v)| (format!("assets/i18n/messages.zh-CN.toml \"{k}\""), v)),
+    );
     let doctor = doctor_zh_texts();
     assert!(
         doctor.len() > 300,
@@ -545,14 +565,109 @@ fn every_strategy_template_has_a_chinese_entry() {
     }
 }
 
+fn names(s: &str) -> BTreeSet<&str> {
+    s.split('{')
+        .skip(1)
+        .filter_map(|p| p.split_once('}').map(|(n, _)| n))
+        .collect()
+}
+
+/// The domain's messages (`types::message`): every id the sources build has an English
+/// template, every English template a Chinese one with the same placeholders, and neither
+/// table holds an id no source builds.
+#[test]
+fn every_message_has_both_templates() {
+    let (en, zh) = (messages_en(), messages_zh());
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let literals: BTreeSet<String> = files
+        .iter()
+        .flat_map(|f| tokens(&std::fs::read_to_string(f).unwrap()))
+        .filter_map(|t| match t {
+            Tok::Str(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert!(en.len() >= 6, "the English table has the messages");
+    let mut problems = Vec::new();
+    for (id, template) in &en {
+        match zh.get(id) {
+            None => problems.push(format!("{id:?} has no Chinese template")),
+            Some(z) if names(z) != names(template) => problems.push(format!(
+                "{id:?}: {template:?} → {z:?} differ in placeholders"
+            )),
+            Some(_) => {}
+        }
+        if !literals.contains(id) {
+            problems.push(format!("{id:?} is built nowhere in src/ (remove it)"));
+        }
+    }
+    for id in zh.keys().filter(|id| !en.contains_key(*id)) {
+        problems.push(format!("{id:?} is in messages.zh-CN.toml only"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every verdict a plan can give says itself in both languages, nothing left unfilled.
+#[test]
+fn every_verdict_reads_in_both_languages() {
+    use vram_doctor::plan::verdict::{Fit, Verdict};
+    let en = messages_en();
+    let gib = 1u64 << 30;
+    let base = Verdict {
+        fit: Fit::Fits,
+        use_bytes: 9 * gib,
+        need_bytes: 5 * gib,
+        capacity_bytes: 8 * gib,
+        margin_bytes: 0,
+    };
+    let streams = Fit::Streams {
+        streamed_bytes: gib,
+        slowdown: 1.8,
+    };
+    let all = [
+        base,
+        Verdict {
+            fit: streams,
+            ..base
+        },
+        Verdict {
+            fit: streams,
+            need_bytes: 12 * gib,
+            ..base
+        },
+        Verdict {
+            fit: Fit::Short,
+            need_bytes: 12 * gib,
+            ..base
+        },
+        Verdict {
+            fit: Fit::Short,
+            need_bytes: 12 * gib,
+            margin_bytes: gib,
+            ..base
+        },
+    ];
+    let mut ids = BTreeSet::new();
+    for v in all {
+        for m in std::iter::once(v.message()).chain(v.use_message()) {
+            assert!(en.contains_key(m.id), "{} has no English template", m.id);
+            ids.insert(m.id);
+            i18n::set_lang(Lang::SimplifiedChinese);
+            let zh = i18n::msg(&m);
+            i18n::set_lang(Lang::English);
+            assert_eq!(i18n::msg(&m), m.to_string());
+            for text in [zh.as_str(), &m.to_string()] {
+                assert!(!text.contains('{'), "{text}: a placeholder left unfilled");
+            }
+            assert!(zh.contains("GiB") && !zh.contains(" of "), "{zh}");
+        }
+    }
+    assert_eq!(ids.len(), 6, "every verdict sentence is reached: {ids:?}");
+}
+
 #[test]
 fn translations_keep_the_placeholders() {
-    fn names(s: &str) -> BTreeSet<&str> {
-        s.split('{')
-            .skip(1)
-            .filter_map(|p| p.split_once('}').map(|(n, _)| n))
-            .collect()
-    }
     for (en, zh) in zh_table() {
         assert!(!zh.trim().is_empty(), "{en:?} has an empty translation");
         assert_eq!(names(&en), names(&zh), "{en:?} → {zh:?}");

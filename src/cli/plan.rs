@@ -540,9 +540,9 @@ pub fn render(title: &str, r: &PlanResult) -> String {
     }
     let _ = writeln!(s, "  {:<width$}  {:>10}", "GPU capacity", human(cap));
     let _ = writeln!(s);
-    let _ = writeln!(s, "{}", r.verdict.describe());
-    if let Some((template, values)) = r.verdict.use_template() {
-        let _ = writeln!(s, "  {}", crate::plan::verdict::fill(template, &values));
+    let _ = writeln!(s, "{}", r.verdict.message());
+    if let Some(m) = r.verdict.use_message() {
+        let _ = writeln!(s, "  {m}");
     }
     for warn in &r.warnings {
         let _ = writeln!(s, "  note: {warn}");

@@ -371,9 +371,9 @@ pub fn markdown(given: &AnyWorkload, planned: &AnyWorkload, r: &PlanResult, os: 
     }
     let _ = writeln!(s, "\n## Verdict\n");
     let _ = writeln!(s, "{}", {
-        let mut v = format!("As given: {}.", r.verdict.describe());
-        if let Some((template, values)) = r.verdict.use_template() {
-            v += &format!(" {}.", crate::plan::verdict::fill(template, &values));
+        let mut v = format!("As given: {}.", r.verdict.message());
+        if let Some(m) = r.verdict.use_message() {
+            v += &format!(" {m}.");
         }
         v
     });

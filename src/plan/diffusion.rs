@@ -10,6 +10,7 @@ use crate::memory::diffusion::residency::{Stage, place};
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
 use crate::plan::verdict::{self, Fit, diffusion_fits_with_margin, streams_weights};
 use crate::types::dtype::WeightFormat;
+use crate::types::message::{Arg, Message, Sentences};
 use crate::types::options::Engine;
 use serde::{Deserialize, Serialize};
 
@@ -184,7 +185,7 @@ pub struct DiffusionPlan {
     pub max_width: u32,
     pub max_height: u32,
     pub max_batch: u32,
-    pub why: String,
+    pub why: Sentences,
     /// The stage whose memory is the peak of the run as given (text encoding, denoising or
     /// the VAE decode).
     pub peak_stage: Stage,
@@ -350,7 +351,7 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
             max_width: mw,
             max_height: mh,
             max_batch: max_batch(w),
-            why: "no combination of up to three changes fits this card; lower the resolution or use a card with more memory".into(),
+            why: Sentences::one(Message::new("diffusion.why.none")),
             peak_stage: place(w).peak,
             planned_peak_stage: place(w).peak,
             comfyui_memory: w.comfy_memory(),
@@ -365,24 +366,21 @@ pub fn plan(w: &DiffusionWorkload) -> DiffusionPlan {
     } else {
         "4-bit weights: fine detail can soften".to_string()
     };
-    let why = if set.is_empty() && fits_as_is {
-        "fits as is".to_string()
+    let why = Sentences::one(if set.is_empty() && fits_as_is {
+        Message::new("diffusion.why.fits")
     } else if set.is_empty() {
-        format!(
-            "runs as is by streaming {} of weights from system RAM every step (about {speed:.2}× the time); every change that avoids it costs more",
-            crate::units::human(place(w).streamed_bytes as u64)
-        )
+        Message::new("diffusion.why.streams")
+            .bytes("streamed", place(w).streamed_bytes as u64)
+            .fixed("speed", speed, 2)
     } else {
-        format!(
-            "{} brings the peak to {} of {}",
-            set.iter()
-                .map(|s| s.label())
-                .collect::<Vec<_>>()
-                .join(" + "),
-            crate::units::human(estimate(&planned).required_bytes()),
-            crate::units::human(capacity)
-        )
-    };
+        Message::new("diffusion.why.plan")
+            .with(
+                "changes",
+                Arg::Terms(set.iter().map(|s| s.label().to_string()).collect(), " + "),
+            )
+            .bytes("peak", estimate(&planned).required_bytes())
+            .bytes("cap", capacity)
+    });
     DiffusionPlan {
         fits_as_is,
         runs_streaming,

@@ -13,7 +13,7 @@ pub mod workflow;
 
 use crate::memory::any::AnyWorkload;
 use crate::memory::{self, Breakdown, Component, Peak, Workload};
-use crate::units::human;
+use crate::types::message::{Arg, Message, Sentences};
 use serde::{Deserialize, Serialize};
 pub use strategy::{Risk, Strategy};
 
@@ -32,8 +32,8 @@ pub struct Plan {
     /// Largest batch and longest sequence that fit as the workload stands.
     pub max_batch: Option<u32>,
     pub max_seq: Option<u32>,
-    /// Why this plan.
-    pub why: String,
+    /// Why this plan (the JSON's English text).
+    pub why: Sentences,
     /// The strategies as data, for the GUI and exports (LLM workloads).
     pub changes: Vec<Strategy>,
     /// The task's own plan in full: a `DiffusionPlan` or `GameAdvice` as JSON.
@@ -113,19 +113,22 @@ fn plan_memory(w: &Workload) -> (Breakdown, Plan) {
         .components
         .iter()
         .max_by_key(|c| c.bytes)
-        .map(|c| (c.label.to_lowercase(), c.bytes))
+        .map(|c| (c.label.clone(), c.bytes))
         .unwrap_or_default();
+    let needs = |id| {
+        Message::new(id)
+            .bytes("need", b.required_bytes())
+            .bytes("cap", b.capacity_bytes)
+    };
     if search::fits_with_margin(&b) {
         p.fits = true;
         p.process_bytes = b.peak.process_bytes;
         p.quality_note = "unchanged".into();
-        p.why = format!(
-            "fits as it is: {} of {} with {} free; the largest part is {} ({})",
-            human(b.required_bytes()),
-            human(b.capacity_bytes),
-            human(b.headroom_bytes().max(0) as u64),
-            biggest_id,
-            human(biggest)
+        p.why = Sentences::one(
+            needs("plan.why.fits")
+                .bytes("free", b.headroom_bytes().max(0) as u64)
+                .with("part", Arg::Part(biggest_id))
+                .bytes("part_bytes", biggest),
         );
         return (b, p);
     }
@@ -142,26 +145,20 @@ fn plan_memory(w: &Workload) -> (Breakdown, Plan) {
                 .max()
                 .unwrap_or(Risk::None);
             p.quality_note = quality_note(worst, false);
-            p.why = format!(
-                "needs {} of {}; {} is the largest part ({}). Cheapest change that leaves {:.0}% free: {} → {} at {:.2}× speed",
-                human(b.required_bytes()),
-                human(b.capacity_bytes),
-                biggest_id,
-                human(biggest),
-                100.0 * search::SAFETY_MARGIN,
-                p.strategies.join(" + "),
-                human(after.required_bytes()),
-                c.speed_factor
+            p.why = Sentences::one(
+                needs("plan.why.cheapest")
+                    .with("part", Arg::Part(biggest_id))
+                    .bytes("part_bytes", biggest)
+                    .fixed("margin", 100.0 * search::SAFETY_MARGIN, 0)
+                    .with("changes", Arg::Text(p.strategies.join(" + ")))
+                    .bytes("after", after.required_bytes())
+                    .fixed("speed", c.speed_factor, 2),
             );
             p.changes = c.strategies;
         }
         None => {
             p.quality_note = "no plan found".into();
-            p.why = format!(
-                "needs {} of {}; no combination of the strategies fits — use a GPU with more memory, more GPUs, or a smaller model",
-                human(b.required_bytes()),
-                human(b.capacity_bytes)
-            );
+            p.why = Sentences::one(needs("plan.why.none"));
         }
     }
     (b, p)
@@ -242,17 +239,21 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 },
                 max_batch: None,
                 max_seq: None,
-                why: format!(
-                    "uses {} of the {} the OS lets a game have ({} card); {}",
-                    human(a.use_bytes),
-                    human(a.budget_bytes),
-                    human(a.capacity_bytes),
-                    if fits {
-                        "no setting needs to change".to_string()
+                why: Sentences::one({
+                    let m = Message::new(if fits {
+                        "plan.why.game.fits"
                     } else {
-                        format!("running out shows as: {}", a.signs.join("; "))
+                        "plan.why.game.short"
+                    })
+                    .bytes("use", a.use_bytes)
+                    .bytes("budget", a.budget_bytes)
+                    .bytes("cap", a.capacity_bytes);
+                    if fits {
+                        m
+                    } else {
+                        m.with("signs", Arg::Terms(a.signs.clone(), "; "))
                     }
-                ),
+                }),
                 changes: Vec::new(),
                 details: serde_json::to_value(&a).ok(),
                 ..Default::default()

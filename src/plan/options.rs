@@ -20,6 +20,7 @@ use crate::memory::placement::{self, Placement};
 use crate::memory::{self, Breakdown};
 use crate::speed::{self, Speed};
 use crate::types::dtype::KvDtype;
+use crate::types::message::{Arg, Message, Sentences};
 use crate::types::options::{Engine, ObjectiveSpeed, Task};
 use crate::types::workload::{Run, Workload};
 use crate::units::human;
@@ -293,9 +294,7 @@ pub fn add(w: &Workload, b: &Breakdown, p: &mut Plan) {
         return;
     }
     if w.run.gpu_layers.is_some() {
-        p.why.push_str(
-            "; -ngl is set, so llama.cpp's --fit would not change the split (it stops with \"n_gpu_layers already set by user\")",
-        );
+        p.why.push(Message::new("plan.why.ngl_set"));
         return;
     }
     let (opts, plain) = candidates(w, p, current);
@@ -352,30 +351,33 @@ pub fn add(w: &Workload, b: &Breakdown, p: &mut Plan) {
         } else {
             format!("all of it fits on the GPU ({})", human(c.process_bytes))
         };
-        p.why = format!(
-            "needs {} of {} on the GPU alone; option \"{}\": {place}: {above}",
-            human(b.required_bytes()),
-            human(b.capacity_bytes),
-            c.label,
+        p.why = Sentences::one(
+            Message::new("plan.why.option")
+                .bytes("need", b.required_bytes())
+                .bytes("cap", b.capacity_bytes)
+                .with("option", Arg::Text(c.label.clone()))
+                .with("place", Arg::Text(place))
+                .with("speed", Arg::Text(above)),
         );
     }
     if let Some(ctx) = fit::auto_context(w)
         && ctx < w.model.max_context.unwrap_or(u32::MAX)
     {
-        p.why.push_str(&format!(
-            ". With -c unset llama.cpp starts from the trained context ({}) and --fit would first shrink it to {ctx}",
-            w.model.max_context.unwrap_or(0)
-        ));
+        p.why.push(
+            Message::new("plan.why.auto_context")
+                .fixed("trained", f64::from(w.model.max_context.unwrap_or(0)), 0)
+                .fixed("ctx", f64::from(ctx), 0),
+        );
     }
     if opts.iter().any(|o| !o.fits && o.placement.is_some())
         && let Some(ram) = w.gpu.host.ram_bytes
     {
         {
-            p.why.push_str(&format!(
-                "; an option that needs more than the host's {} of RAM (less {} for the system) is marked as not fitting",
-                human(ram),
-                human(HOST_RESERVE_BYTES)
-            ));
+            p.why.push(
+                Message::new("plan.why.host_ram")
+                    .bytes("ram", ram)
+                    .bytes("reserve", HOST_RESERVE_BYTES),
+            );
         }
     }
     p.options = opts;

@@ -11,6 +11,7 @@
 use super::search::SAFETY_MARGIN;
 use crate::memory::Breakdown;
 use crate::memory::diffusion::{DiffusionWorkload, estimate, residency::place};
+use crate::types::message::Message;
 use crate::units::human;
 use serde::{Deserialize, Serialize};
 
@@ -61,60 +62,43 @@ impl Verdict {
         short.clamp(0, i128::from(u64::MAX)) as u64
     }
 
-    /// The verdict in words, as a template with `{name}` placeholders and their values, so a
-    /// front end can translate the sentence and keep the figures (the GUI's `tr_template`).
-    pub fn template(&self) -> (&'static str, Vec<(&'static str, String)>) {
-        let mut values = vec![
-            ("need", human(self.need_bytes)),
-            ("cap", human(self.capacity_bytes)),
-        ];
-        let template = match self.fit {
-            Fit::Fits => {
-                values.push(("spare", human(self.spare_bytes().max(0) as u64)));
-                "Fits with {spare} to spare: needs {need} of {cap}"
-            }
+    /// The verdict in words (`types::message`): the command line prints it in English, the GUI
+    /// in the language chosen, figures kept.
+    pub fn message(&self) -> Message {
+        let m = |id| {
+            Message::new(id)
+                .bytes("need", self.need_bytes)
+                .bytes("cap", self.capacity_bytes)
+        };
+        match self.fit {
+            Fit::Fits => m("verdict.fits").bytes("spare", self.spare_bytes().max(0) as u64),
             Fit::Streams {
                 streamed_bytes,
                 slowdown,
-            } => {
-                values.push(("streamed", human(streamed_bytes)));
-                values.push(("slowdown", format!("{slowdown:.2}")));
-                if self.need_bytes > self.capacity_bytes {
-                    "Fits only by streaming {streamed} from system RAM every step (about {slowdown}× slower): needs {need} of {cap} to stay in VRAM"
-                } else {
-                    "Fits only by streaming {streamed} from system RAM every step (about {slowdown}× slower): uses {need} of {cap}"
-                }
-            }
-            Fit::Short => {
-                values.push(("short", human(self.short_bytes())));
-                values.push(("margin", human(self.margin_bytes)));
-                if self.margin_bytes == 0 {
-                    "Does not fit, {short} short: needs {need} of {cap}"
-                } else {
-                    "Does not fit, {short} short: needs {need} of {cap} with {margin} kept free"
-                }
-            }
-        };
-        (template, values)
-    }
-
-    /// [`Self::template`] filled in, for people.
-    pub fn describe(&self) -> String {
-        let (template, values) = self.template();
-        fill(template, &values)
+            } => m(if self.need_bytes > self.capacity_bytes {
+                "verdict.streams.over"
+            } else {
+                "verdict.streams.within"
+            })
+            .bytes("streamed", streamed_bytes)
+            .fixed("slowdown", slowdown, 2),
+            Fit::Short => m(if self.margin_bytes == 0 {
+                "verdict.short"
+            } else {
+                "verdict.short.margin"
+            })
+            .bytes("short", self.short_bytes())
+            .bytes("margin", self.margin_bytes),
+        }
     }
 
     /// What the engine would use, when it is not what the run needs (the engine fills the
-    /// card), as a template like [`Self::template`]; `None` when the two are the same.
-    pub fn use_template(&self) -> Option<(&'static str, Vec<(&'static str, String)>)> {
+    /// card); `None` when the two are the same.
+    pub fn use_message(&self) -> Option<Message> {
         (self.use_bytes != self.need_bytes).then(|| {
-            (
-                "The engine would use {use} of this card (its caches fill what is free); the run needs {need}",
-                vec![
-                    ("use", human(self.use_bytes)),
-                    ("need", human(self.need_bytes)),
-                ],
-            )
+            Message::new("verdict.engine_use")
+                .bytes("use", self.use_bytes)
+                .bytes("need", self.need_bytes)
         })
     }
 

@@ -6,5 +6,6 @@
 pub mod arch;
 pub mod dtype;
 pub mod gpu;
+pub mod message;
 pub mod options;
 pub mod workload;

@@ -196,10 +196,10 @@ fn pick_shown(
 ) -> Option<String> {
     let mut chosen = current;
     let combo = ComboBox::from_label(label)
-        .selected_text(show(current))
+        .selected_text(tr(&show(current)))
         .show_ui(ui, |ui| {
             for n in names {
-                let item = ui.selectable_value(&mut chosen, *n, show(n));
+                let item = ui.selectable_value(&mut chosen, *n, tr(&show(n)));
                 if let Some(about) = glossary::choice(label, n) {
                     item.on_hover_text(about);
                 }

@@ -457,7 +457,8 @@ impl MonitorView {
             ui.toggle_value(&mut self.watch.open, tr("Watch a command…"));
             if let Some(s) = self.feed.latest() {
                 ui.separator();
-                ui.label(trf("Source: {source}", &[("source", &s.source_label())]));
+                let labels: Vec<&str> = s.sources().into_iter().map(|k| tr(k.label())).collect();
+                ui.label(trf("Source: {source}", &[("source", &labels.join(" + "))]));
             }
         });
     }

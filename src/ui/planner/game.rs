@@ -130,7 +130,7 @@ pub fn advice_ui(ui: &mut Ui, a: &GameAdvice) -> bool {
     let steps: Vec<String> = a
         .to_fit
         .iter()
-        .map(|c| format!("{}: {} → {}", c.setting, c.from, c.to))
+        .map(|c| format!("{}: {} → {}", tr(&c.setting), tr(&c.from), tr(&c.to)))
         .collect();
     ui.strong(trf(
         "Recommended plan: {plan}",

@@ -10,7 +10,7 @@ use crate::plan::Plan;
 use crate::types::arch::ModelArch;
 use crate::types::dtype::{KV_NAMES, KvDtype, WEIGHT_NAMES};
 use crate::types::workload::{ModelSection, RunSection};
-use crate::ui::i18n::{tr, tr_template, trf};
+use crate::ui::i18n::{msgs, tr, tr_template, trf};
 use crate::ui::widgets::{
     count_slider, explained, flag, other_programs, pick, pick_name, pick_weights, search_pick,
 };
@@ -232,7 +232,7 @@ pub fn plan_ui(ui: &mut Ui, p: &Plan) -> bool {
     let mut apply = false;
     ui.add_space(6.0);
     if p.changes.is_empty() {
-        ui.label(&p.why);
+        ui.label(msgs(&p.why));
     } else {
         ui.strong(trf(
             "Recommended plan: {plan} ({speed}× speed; {quality})",

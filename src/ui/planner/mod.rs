@@ -293,7 +293,7 @@ impl PlannerView {
                             chart::chart_ui(ui, &e.source, self.chart_knob, &mut self.chart);
                             apply
                         }
-                        Detail::Diffusion(p) => diffusion::plan_ui(ui, p),
+                        Detail::Diffusion(p) => diffusion::plan_ui(ui, p, &e.source.1.plan.why),
                         Detail::Game(a) => game::advice_ui(ui, a),
                     };
                     ui.add_space(10.0);

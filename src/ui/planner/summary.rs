@@ -4,15 +4,14 @@
 use super::Estimate;
 use crate::memory::any::AnyWorkload;
 use crate::plan::verdict::{Fit, Verdict};
-use crate::ui::i18n::{tr, tr_template, trf};
+use crate::ui::i18n::{msg, tr, tr_template, trf};
 use crate::ui::{bar, glossary};
 use crate::units::human;
 use egui::{RichText, Ui};
 
 /// The plan's verdict in the interface language, figures kept (`plan::verdict::Verdict`).
 pub fn verdict(v: &Verdict) -> String {
-    let (template, values) = v.template();
-    tr_template(template, &values)
+    msg(&v.message())
 }
 
 /// The card and the verdict, large; what the engine would use below it when that is not
@@ -30,8 +29,8 @@ pub fn verdict_ui(ui: &mut Ui, e: &Estimate) {
         Fit::Short => ui.visuals().error_fg_color,
     };
     ui.label(RichText::new(verdict(v)).size(20.0).strong().color(color));
-    if let Some((template, values)) = v.use_template() {
-        ui.label(tr_template(template, &values));
+    if let Some(m) = v.use_message() {
+        ui.label(msg(&m));
     }
 }
 
