@@ -263,7 +263,7 @@ mod tests {
             pcie_gbs: 16.0,
             fp16_tflops: Some(tflops),
         };
-        DiffusionWorkload::for_preset(g, Bus::default(), model).unwrap()
+        crate::resolve::diffusion::for_preset(g, Bus::default(), model).unwrap()
     }
 
     #[test]
