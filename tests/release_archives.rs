@@ -126,7 +126,11 @@ fn zip_member(zip: &Path, name: &str) -> Vec<u8> {
 /// IMAGE_SUBSYSTEM_WINDOWS_GUI.
 fn check_windows_gui_exe(exe: &[u8]) {
     let u16_at = |o: usize| exe.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    assert_eq!(exe.get(..2), Some(&b"MZ"[..]), "vram-doctor.exe: no MZ header");
+    assert_eq!(
+        exe.get(..2),
+        Some(&b"MZ"[..]),
+        "vram-doctor.exe: no MZ header"
+    );
     let pe = exe
         .get(0x3C..0x40)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)

@@ -255,7 +255,10 @@ fn a_corrupt_presets_file_in_appdata_is_set_aside_and_the_app_keeps_running() {
     std::fs::create_dir_all(&config).unwrap();
     // A file left by an earlier run of this test would hide this one's copy.
     for e in std::fs::read_dir(&config).unwrap().flatten() {
-        if e.file_name().to_string_lossy().starts_with("user-presets.toml") {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with("user-presets.toml")
+        {
             std::fs::remove_file(e.path()).unwrap();
         }
     }
@@ -272,8 +275,10 @@ fn a_corrupt_presets_file_in_appdata_is_set_aside_and_the_app_keeps_running() {
             .flatten()
             .map(|e| e.path())
             .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("user-presets.toml.corrupt-"))
+                p.file_name().is_some_and(|n| {
+                    n.to_string_lossy()
+                        .starts_with("user-presets.toml.corrupt-")
+                })
             })
             .collect();
         if let [one] = copies.as_slice() {
