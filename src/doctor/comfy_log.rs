@@ -8,7 +8,7 @@
 //! matches none of its formats is listed as not understood, never guessed at.
 
 use super::evidence::{Fact, Observation, PlanSummary, Source};
-use crate::memory::diffusion::comfy::MemoryMode;
+use crate::types::options::MemoryMode;
 use crate::units::{MIB, human};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -190,7 +190,7 @@ pub struct PlanSummary {
     pub capacity_bytes: u64,
     /// ComfyUI's memory mode the plan assumes (ComfyUI plans only).
     #[serde(default)]
-    pub comfy_mode: Option<crate::memory::diffusion::comfy::MemoryMode>,
+    pub comfy_mode: Option<crate::types::options::MemoryMode>,
 }
 
 /// Where an observation came from.

@@ -259,3 +259,14 @@ mod tests {
         assert_eq!(e, Engine::LlamaCpp);
     }
 }
+
+/// How ComfyUI places weights (memory::diffusion::comfy decides it for a plan; the doctor reads
+/// it from ComfyUI's console log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryMode {
+    /// Weights paged in on demand (comfy-aimdo): resident or streamed.
+    Dynamic,
+    /// Weights loaded whole or partially by estimate (the legacy `ModelPatcher`).
+    Classic,
+}

@@ -38,15 +38,8 @@ pub const RESERVE_WINDOWS_BIG_CARD: u64 = 100 * 1024 * 1024;
 /// The first PyTorch with dynamic VRAM (main.py `torch_version_numeric < (2, 8)`).
 pub const DYNAMIC_MIN_TORCH: (u32, u32) = (2, 8);
 
-/// How ComfyUI places weights.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryMode {
-    /// Weights paged in on demand (comfy-aimdo): resident or streamed.
-    Dynamic,
-    /// Weights loaded whole or partially by estimate (the legacy `ModelPatcher`).
-    Classic,
-}
+/// How ComfyUI places weights; in `types` because the doctor reads it from a log too.
+pub use crate::types::options::MemoryMode;
 
 /// The memory behaviour a plan assumes, with the reason, as the JSON and the tables show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
