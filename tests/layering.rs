@@ -16,7 +16,7 @@
 //! export        plan, resolve, import, speed, memory, catalog, types
 //! accuracy      plan, resolve, import, speed, memory, catalog, types
 //! telemetry     leaf helpers
-//! doctor        telemetry, leaf helpers         (reads the monitor's latest reading)
+//! doctor        telemetry, types, leaf helpers  (reads the monitor's latest reading; ComfyUI's memory mode)
 //! watch         doctor, telemetry, leaf helpers
 //! cli           every domain module, never ui
 //! ui            every domain module, never cli
@@ -78,7 +78,7 @@ fn allowed(module: &str) -> Option<Vec<&'static str>> {
             "plan", "resolve", "import", "speed", "memory", "catalog", "types",
         ],
         "telemetry" => &[],
-        "doctor" => &["telemetry"],
+        "doctor" => &["telemetry", "types"],
         "watch" => &["doctor", "telemetry"],
         "cli" => DOMAIN,
         "ui" => DOMAIN,

@@ -174,6 +174,7 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                 setting("width", "Width (pixels)", r.width, true),
                 setting("height", "Height (pixels)", r.height, true),
                 setting("batch", "Batch size", r.batch, true),
+                setting("steps", "Sampling steps", r.steps, true),
                 setting(
                     "frames",
                     "Frames",
