@@ -222,7 +222,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
     if r.optimizer_step != OptimizerStep::Foreach
         && !matches!(r.optimizer, Optimizer::AdamW | Optimizer::Sgd)
     {
-        b.warn(&format!(
+        b.warn(format!(
             "run.optimizer_step = {} is a switch of torch.optim's AdamW and SGD; {} has none, so it changes nothing here",
             r.optimizer_step, r.optimizer
         ));
