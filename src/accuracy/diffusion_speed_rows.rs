@@ -19,7 +19,7 @@
 //! 2023: "RTX 40-series results are a bit lower than expected"), and the estimate is of the
 //! current programs.
 
-use super::speed_rows::{SpeedReport, SpeedResult};
+use super::speed_rows::{SpeedReport, SpeedResult, run_rows};
 use crate::memory::WorkloadFile;
 use crate::memory::any::AnyWorkload;
 use crate::speed::diffusion;
@@ -105,23 +105,11 @@ impl DiffusionSpeedRow {
 
 /// Runs the diffusion speed reference over JSON Lines text.
 pub fn run(jsonl: &str) -> SpeedReport {
-    let mut report = SpeedReport::default();
-    for (i, line) in jsonl.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row: DiffusionSpeedRow = match serde_json::from_str(line) {
-            Ok(r) => r,
-            Err(e) => {
-                report.skipped.push((
-                    format!("line {}", i + 1),
-                    format!("not a diffusion speed row: {e}"),
-                ));
-                continue;
-            }
-        };
-        match row.measured().and_then(|m| row.estimate().map(|e| (m, e))) {
-            Ok((measured, (estimated, basis, kind))) => report.rows.push(SpeedResult {
+    run_rows(
+        jsonl,
+        "diffusion speed row",
+        |row: DiffusionSpeedRow| match row.measured().and_then(|m| row.estimate().map(|e| (m, e))) {
+            Ok((measured, (estimated, basis, kind))) => Ok(SpeedResult {
                 id: row.id,
                 kind: kind.into(),
                 unit: "steps/s",
@@ -129,10 +117,9 @@ pub fn run(jsonl: &str) -> SpeedReport {
                 estimated_per_s: estimated,
                 basis,
             }),
-            Err(why) => report.skipped.push((row.id, why)),
-        }
-    }
-    report
+            Err(why) => Err((row.id, why)),
+        },
+    )
 }
 
 /// Runs the diffusion speed reference over a file (at most 16 MiB).

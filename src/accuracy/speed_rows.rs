@@ -246,28 +246,12 @@ impl SpeedReport {
 
 /// Runs the speed reference over JSON Lines text.
 pub fn run(jsonl: &str) -> SpeedReport {
-    let mut report = SpeedReport::default();
-    for (i, line) in jsonl.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row: SpeedRow = match serde_json::from_str(line) {
-            Ok(r) => r,
-            Err(e) => {
-                report
-                    .skipped
-                    .push((format!("line {}", i + 1), format!("not a speed row: {e}")));
-                continue;
-            }
-        };
+    run_rows(jsonl, "speed row", |row: SpeedRow| {
         if !(row.tokens_per_s.is_finite() && row.tokens_per_s > 0.0) {
-            report
-                .skipped
-                .push((row.id, "tokens_per_s is not a positive number".into()));
-            continue;
+            return Err((row.id, "tokens_per_s is not a positive number".into()));
         }
         match row.estimate() {
-            Ok((e, basis)) => report.rows.push(SpeedResult {
+            Ok((e, basis)) => Ok(SpeedResult {
                 kind: row.kind(),
                 id: row.id,
                 unit: "tokens/s",
@@ -275,7 +259,32 @@ pub fn run(jsonl: &str) -> SpeedReport {
                 estimated_per_s: e,
                 basis,
             }),
-            Err(why) => report.skipped.push((row.id, why)),
+            Err(why) => Err((row.id, why)),
+        }
+    })
+}
+
+/// One reference file's loop, shared by the LLM and the diffusion speed references: each
+/// non-blank line is read as a row `R` ("not a WHAT" when it is not one) and scored by `score`,
+/// which gives the result or the row's id with why it was skipped.
+pub(super) fn run_rows<R: serde::de::DeserializeOwned>(
+    jsonl: &str,
+    what: &str,
+    score: impl Fn(R) -> Result<SpeedResult, (String, String)>,
+) -> SpeedReport {
+    let mut report = SpeedReport::default();
+    for (i, line) in jsonl.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(row) => match score(row) {
+                Ok(r) => report.rows.push(r),
+                Err(skip) => report.skipped.push(skip),
+            },
+            Err(e) => report
+                .skipped
+                .push((format!("line {}", i + 1), format!("not a {what}: {e}"))),
         }
     }
     report
