@@ -525,14 +525,23 @@ fn the_saved_state_keeps_every_kind_and_older_states_still_load() {
     assert_eq!(old.parked, Default::default());
 }
 
-#[test]
-fn a_comfyui_workflow_opens_as_its_peak_pass() {
-    let png = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/comfy/sdxl_hires_fix.png");
-    let mut h = harness(view(png));
+/// The SDXL hires-fix workflow (tests/data/comfy/gen_workflows.py), opened through "Open ComfyUI
+/// workflow…".
+fn hires_fix_opened() -> Harness<'static, PlannerView> {
+    let mut h = harness(view(hires_fix_png()));
     h.run();
     h.get_by_label("Open ComfyUI workflow…").click();
     h.run();
+    h
+}
+
+fn hires_fix_png() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/comfy/sdxl_hires_fix.png")
+}
+
+#[test]
+fn a_comfyui_workflow_opens_as_its_peak_pass() {
+    let mut h = hires_fix_opened();
     let w = &h.state().workload;
     assert_eq!(w.model.preset.as_deref(), Some("sdxl"));
     // The hires-fix second pass: 1024 × 1.5, batch 2 (tests/data/comfy/gen_workflows.py).
@@ -550,12 +559,7 @@ fn a_comfyui_workflow_opens_as_its_peak_pass() {
 /// planned again (fp16 weights, another need), and back on the RTX 4090 they read as before.
 #[test]
 fn a_workflows_lines_are_planned_again_for_another_card() {
-    let png = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/comfy/sdxl_hires_fix.png");
-    let mut h = harness(view(png));
-    h.run();
-    h.get_by_label("Open ComfyUI workflow…").click();
-    h.run();
+    let mut h = hires_fix_opened();
     let pass = |h: &Harness<'static, PlannerView>| {
         let n = h.get_by_label_contains("Pass at node 11:");
         let n = n.accesskit_node();
@@ -599,9 +603,7 @@ fn the_comfyui_models_folder_is_picked_kept_and_used() {
     let back: PlannerView = serde_json::from_str(&json).unwrap();
     assert_eq!(back.comfy_models.as_deref(), Some(dir.path()));
     // The workflow's checkpoint is read from the folder: not SDXL-sized, so it is asked for.
-    let png = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/comfy/sdxl_hires_fix.png");
-    h.state_mut().dialogs = Dialogs(Box::new(Picks(png)));
+    h.state_mut().dialogs = Dialogs(Box::new(Picks(hires_fix_png())));
     h.get_by_label("Open ComfyUI workflow…").click();
     h.run();
     h.get_by_label_contains("another model of that family");

@@ -121,13 +121,14 @@ impl DemoStory {
     /// The story as phases: played once from the start (the program starts and loads), then
     /// the cycle, repeated.
     fn phases(self) -> (Vec<Phase>, Vec<Phase>) {
-        let start = phase(3, 0, 0, 2.0, IDLE);
+        // The program starts (3 quiet readings), then loads to its first level over 10.
+        let intro = |to, busy| vec![phase(3, 0, 0, 2.0, IDLE), phase(10, 0, to, busy, LOADING)];
         match self {
             DemoStory::Inference {
                 idle_bytes: i,
                 peak_bytes: p,
             } => (
-                vec![start, phase(10, 0, i, 15.0, LOADING)],
+                intro(i, 15.0),
                 // A request: the prompt is processed at once (half the cache), the answer
                 // grows it token by token, then a pause with the request's memory freed.
                 vec![
@@ -140,7 +141,7 @@ impl DemoStory {
                 floor_bytes: f,
                 peak_bytes: p,
             } => (
-                vec![start, phase(10, 0, f, 15.0, LOADING)],
+                intro(f, 15.0),
                 // One step: the forward pass over three readings, the backward pass frees.
                 vec![
                     phase(3, f, p, 97.0, COMPUTING),
@@ -152,7 +153,7 @@ impl DemoStory {
                 denoise_bytes: d,
                 decode_bytes: v,
             } => (
-                vec![start, phase(10, 0, e, 15.0, LOADING)],
+                intro(e, 15.0),
                 // One image: the prompt, 15 sampling steps' worth of readings, the VAE decode.
                 vec![
                     phase(1, e, e, 60.0, COMPUTING),
@@ -165,7 +166,7 @@ impl DemoStory {
                 steady_bytes: s,
                 peak_bytes: p,
             } => (
-                vec![start, phase(10, 0, s, 40.0, LOADING)],
+                intro(s, 40.0),
                 // Playing, then a new area streams in and the old one is released.
                 vec![
                     phase(30, s, s, 97.0, COMPUTING),

@@ -119,6 +119,17 @@ mod tests {
         }
     }
 
+    /// An inference story's idle and peak bytes.
+    fn inference(story: &DemoStory) -> (u64, u64) {
+        match *story {
+            DemoStory::Inference {
+                idle_bytes,
+                peak_bytes,
+            } => (idle_bytes, peak_bytes),
+            s => panic!("{s:?}"),
+        }
+    }
+
     #[test]
     fn training_saws_by_its_activations_and_inference_by_its_cache() {
         let llama = "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.2-1b\"\n";
@@ -141,23 +152,11 @@ mod tests {
         }
         assert!(d.process.starts_with("python3"), "{}", d.process);
         let (d, r) = demo(&format!("{llama}[run]\nengine = \"transformers\"\n"));
-        let DemoStory::Inference {
-            idle_bytes,
-            peak_bytes,
-        } = d.story
-        else {
-            panic!("{:?}", d.story)
-        };
+        let (idle_bytes, peak_bytes) = inference(&d.story);
         assert!(idle_bytes < peak_bytes);
         assert!(r.breakdown().get("kv_cache") <= peak_bytes - idle_bytes);
         let (d, _) = demo(&format!("{llama}[run]\nengine = \"llama.cpp\"\n"));
-        let DemoStory::Inference {
-            idle_bytes,
-            peak_bytes,
-        } = d.story
-        else {
-            panic!("{:?}", d.story)
-        };
+        let (idle_bytes, peak_bytes) = inference(&d.story);
         assert_eq!(
             idle_bytes, peak_bytes,
             "llama.cpp allocates its cache at start"
