@@ -111,6 +111,7 @@ fn a_file_named_anything_is_identified_from_its_header() {
         assert!(
             p.warnings
                 .iter()
+                .map(ToString::to_string)
                 .any(|w| w.contains(&format!("node {node} "))
                     && w.contains(file)
                     && w.contains("is not in")),
@@ -148,6 +149,7 @@ fn the_header_wins_over_the_name_and_legacy_folders_are_searched() {
     assert!(
         p.warnings
             .iter()
+            .map(ToString::to_string)
             .any(|w| w.contains("named like flux-dev") && w.contains("flux-schnell")),
         "{:?}",
         p.warnings

@@ -515,6 +515,7 @@ fn real_workflows_plan_with_their_models_and_sizes() {
     assert!(
         p.warnings
             .iter()
+            .map(ToString::to_string)
             .any(|w| w.contains("node 8 (VAEDecode) is muted"))
     );
 }

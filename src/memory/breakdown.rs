@@ -1,5 +1,6 @@
 //! The result of an estimate: named components and the three peak figures users can measure.
 
+use crate::types::message::Message;
 use serde::{Deserialize, Serialize};
 
 /// Where a component's bytes show up, which decides which measured figure it belongs to
@@ -42,7 +43,9 @@ pub struct Breakdown {
     pub capacity_bytes: u64,
     pub components: Vec<Component>,
     pub peak: Peak,
-    pub warnings: Vec<String>,
+    /// What the estimate should be read with, as messages each front end says in its language
+    /// (stored as their English text).
+    pub warnings: Vec<Message>,
 }
 
 impl Breakdown {
@@ -72,8 +75,8 @@ impl Breakdown {
         self.recompute();
     }
 
-    pub fn warn(&mut self, w: impl Into<String>) {
-        self.warnings.push(w.into());
+    pub fn warn(&mut self, w: Message) {
+        self.warnings.push(w);
     }
 
     fn recompute(&mut self) {

@@ -7,9 +7,9 @@ use super::overhead;
 use super::placement;
 use super::weights::weight_bytes;
 use crate::types::arch::ModelArch;
+use crate::types::message::Message;
 use crate::types::options::{Attention, Engine};
 use crate::types::workload::{Run, Workload};
-use crate::units::human;
 
 /// vLLM's sampler keeps fp32 logits for up to `max_num_seqs` (256) sequences during the profile
 /// run, plus a probability copy (`vllm/v1/sample/sampler.py`).
@@ -126,21 +126,21 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
         Layer::Process,
     );
     if pool < needed_kv {
-        b.warn(format!(
-            "vLLM's KV pool is {} but {} sequences of {} tokens need {}: raise gpu_memory_utilization or lower max_model_len",
-            human(pool.max(0.0) as u64),
-            r.batch,
-            r.seq,
-            human(needed_kv as u64)
-        ));
+        b.warn(
+            Message::new("warn.vllm.kv_short")
+                .bytes("pool", pool.max(0.0) as u64)
+                .int("batch", r.batch)
+                .int("seq", r.seq)
+                .bytes("need", needed_kv as u64),
+        );
     } else {
         let per_seq = needed_kv / f64::from(r.batch.max(1));
-        b.warn(format!(
-            "vLLM pre-allocates {:.0}% of the card; its KV pool fits about {:.0} sequences of {} tokens",
-            100.0 * r.gpu_memory_utilization,
-            (pool / per_seq).floor(),
-            r.seq
-        ));
+        b.warn(
+            Message::new("warn.vllm.preallocates")
+                .fixed("percent", 100.0 * r.gpu_memory_utilization, 0)
+                .fixed("fits", (pool / per_seq).floor(), 0)
+                .int("seq", r.seq),
+        );
     }
 }
 
@@ -167,25 +167,25 @@ fn llama_cpp(b: &mut Breakdown, w: &Workload, n: f64) {
     );
     let p = placement::placement(w);
     if s.full(&w.model) {
-        b.warn(format!(
-            "llama.cpp keeps the token embedding ({}) in system RAM",
-            human(w.weight_bytes().host as u64)
-        ));
+        b.warn(
+            Message::new("warn.llama_cpp.embedding_in_ram")
+                .bytes("bytes", w.weight_bytes().host as u64),
+        );
     } else {
-        b.warn(format!(
-            "-ngl {} of {}: {} in system RAM (layers, KV and compute buffer left on the CPU)",
-            p.gpu_layers,
-            p.total_layers,
-            human(p.host_bytes)
-        ));
+        b.warn(
+            Message::new("warn.llama_cpp.split")
+                .int("gpu_layers", p.gpu_layers)
+                .int("layers", p.total_layers)
+                .bytes("host", p.host_bytes),
+        );
     }
     if let Some(ram) = w.gpu.host.ram_bytes
         && p.host_bytes > ram
     {
-        b.warn(format!(
-            "the host runs out of RAM: the CPU part needs {} but the machine has {}",
-            human(p.host_bytes),
-            human(ram)
-        ));
+        b.warn(
+            Message::new("warn.host_ram_short")
+                .bytes("need", p.host_bytes)
+                .bytes("ram", ram),
+        );
     }
 }

@@ -27,9 +27,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
         Task::Training => training::estimate(w),
         _ => inference::estimate(w),
     };
-    for n in &w.model_notes {
-        b.warn(n.clone());
-    }
+    b.warnings.extend(w.model_notes.iter().cloned());
     b.add(
         "other_processes",
         "Other programs on the GPU",

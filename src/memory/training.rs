@@ -25,6 +25,7 @@ use super::optimizer::{state_bytes, step_temp_bytes};
 use super::overhead;
 use crate::types::arch::ModelArch;
 use crate::types::dtype::WeightFormat;
+use crate::types::message::Message;
 use crate::types::options::*;
 use crate::types::workload::{Run, Workload};
 
@@ -222,13 +223,14 @@ pub fn estimate(w: &Workload) -> Breakdown {
     if r.optimizer_step != OptimizerStep::Foreach
         && !matches!(r.optimizer, Optimizer::AdamW | Optimizer::Sgd)
     {
-        b.warn(format!(
-            "run.optimizer_step = {} is a switch of torch.optim's AdamW and SGD; {} has none, so it changes nothing here",
-            r.optimizer_step, r.optimizer
-        ));
+        b.warn(
+            Message::new("warn.training.optimizer_step")
+                .text("step", r.optimizer_step.to_string())
+                .text("optimizer", r.optimizer.to_string()),
+        );
     }
     if r.zero_stage > 0 && w.gpu.count == 1 {
-        b.warn("ZeRO partitions states across GPUs; with gpu.count = 1 it saves nothing");
+        b.warn(Message::new("warn.training.zero_one_gpu"));
     }
     b
 }

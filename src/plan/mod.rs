@@ -74,7 +74,7 @@ pub struct PlanResult {
     pub verdict: verdict::Verdict,
     pub peak: Peak,
     pub components: Vec<Component>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Message>,
     pub plan: Plan,
 }
 

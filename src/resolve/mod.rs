@@ -14,6 +14,7 @@ use crate::memory::game::GameCatalog;
 use crate::types::arch::ModelArch;
 use crate::types::dtype::{KvDtype, WeightFormat};
 use crate::types::gpu::{Gpu, Vendor};
+use crate::types::message::Message;
 use crate::types::options::*;
 use crate::types::workload::{
     GpuSection, GpuSpeed, GpuTarget, LoadedModel, ModelLoader, ModelSection, Run, RunSection,
@@ -121,21 +122,25 @@ impl WorkloadFile {
         let loaded = self.model.resolve(base, loader)?;
         let declared = loaded.format.or(loaded.weights.map(|f| f.format));
         let run = self.run.resolve_with(&loaded.arch, declared)?;
-        let mut model_notes = loaded.notes;
+        // The importers' cautions are English text for now (`LoadedModel::notes`).
+        let mut model_notes: Vec<Message> = loaded
+            .notes
+            .into_iter()
+            .map(Message::english_text)
+            .collect();
         if let Some(f) = declared {
-            model_notes.push(if self.run.weights.is_some() && f != run.weights {
-                format!(
-                    "weights planned as {} (run.weights); the model's files hold {f}",
-                    run.weights
-                )
+            let id = if self.run.weights.is_some() && f != run.weights {
+                "resolve.weights.asked"
             } else if self.run.weights.is_none() && run.weights == f {
-                format!("weights planned as {f}, the format the model's files hold")
+                "resolve.weights.files"
             } else {
-                format!(
-                    "weights planned as {}; the model's files hold {f}",
-                    run.weights
-                )
-            });
+                "resolve.weights.other"
+            };
+            model_notes.push(
+                Message::new(id)
+                    .text("planned", run.weights.to_string())
+                    .text("files", f.to_string()),
+            );
         }
         Ok(Workload {
             gpu,

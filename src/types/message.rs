@@ -21,6 +21,8 @@ pub enum Arg {
     Bytes(u64),
     /// A number with this many decimals ("1.8").
     Fixed(f64, usize),
+    /// A whole number ("32").
+    Int(u64),
     /// A fixed English label from the UI's table (a setting, a value such as "ultra"): the GUI
     /// translates it like any label.
     Term(String),
@@ -40,6 +42,7 @@ impl Arg {
         match self {
             Arg::Bytes(b) => human(*b),
             Arg::Fixed(v, decimals) => format!("{v:.decimals$}"),
+            Arg::Int(n) => n.to_string(),
             Arg::Term(t) => term(t),
             Arg::Terms(ts, sep) => ts.iter().map(|t| term(t)).collect::<Vec<_>>().join(sep),
             Arg::Part(p) => term(p),
@@ -85,16 +88,47 @@ impl Message {
         self.with(name, Arg::Fixed(value, decimals))
     }
 
-    /// `template` with each `{name}` replaced by its value as `value` says it.
+    pub fn int(self, name: &'static str, value: impl Into<u64>) -> Self {
+        self.with(name, Arg::Int(value.into()))
+    }
+
+    /// Adds a value shown as is in every language (a name, a node, a flag's value).
+    pub fn text(self, name: &'static str, value: impl Into<String>) -> Self {
+        self.with(name, Arg::Text(value.into()))
+    }
+
+    /// `template` with each `{name}` replaced by its value as `value` says it, in one pass
+    /// over the template: a value is never read again, so a file name holding "{model}" stays
+    /// as it is. A `{…}` that names no value is kept.
     pub fn fill(&self, template: &str, value: impl Fn(&Arg) -> String) -> String {
-        self.args.iter().fold(template.to_string(), |s, (name, v)| {
-            s.replace(&format!("{{{name}}}"), &value(v))
-        })
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let arg = after.find('}').and_then(|close| {
+                let name = &after[..close];
+                let (_, v) = self.args.iter().find(|(n, _)| *n == name)?;
+                Some((close, v))
+            });
+            match arg {
+                Some((close, v)) => {
+                    out.push_str(&value(v));
+                    rest = &after[close + 1..];
+                }
+                None => {
+                    out.push('{');
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
     }
 
     /// A sentence known only as English text (one read back from a JSON result).
-    pub fn text(s: impl Into<String>) -> Self {
-        Message::new("text").with("text", Arg::Text(s.into()))
+    pub fn english_text(s: impl Into<String>) -> Self {
+        Message::new("text").text("text", s)
     }
 
     /// The English template; the id itself when the table lacks it (a bug `tests/ui_i18n.rs`
@@ -132,6 +166,20 @@ impl fmt::Display for Sentences {
     }
 }
 
+/// A message is stored (JSON results, workloads) as its English text, which is what the JSON
+/// and the command line always showed; read back, it is that text ([`Message::english_text`]).
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Message::english_text(String::deserialize(d)?))
+    }
+}
+
 impl Serialize for Sentences {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -140,7 +188,7 @@ impl Serialize for Sentences {
 
 impl<'de> Deserialize<'de> for Sentences {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Sentences::one(Message::text(String::deserialize(d)?)))
+        Ok(Sentences::one(Message::deserialize(d)?))
     }
 }
 
@@ -175,12 +223,35 @@ mod tests {
 
     #[test]
     fn sentences_read_back_as_their_text() {
-        let mut s = Sentences::one(Message::text("a"));
-        s.push(Message::text("; b"));
+        let mut s = Sentences::one(Message::english_text("a"));
+        s.push(Message::english_text("; b"));
         let json = serde_json::to_string(&s).unwrap();
         assert_eq!(json, "\"a; b\"");
         let back: Sentences = serde_json::from_str(&json).unwrap();
         assert_eq!(back.to_string(), "a; b");
+        let m = Message::new("verdict.short")
+            .bytes("short", 1 << 30)
+            .bytes("need", 9 << 30)
+            .bytes("cap", 8 << 30);
+        let json = serde_json::to_string(&vec![m.clone()]).unwrap();
+        assert_eq!(json, format!("[\"{m}\"]"));
+        let back: Vec<Message> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back[0].to_string(), m.to_string());
+    }
+
+    #[test]
+    fn a_value_is_never_filled_again() {
+        let m = Message::new("warn.workflow.vae_unknown")
+            .text("file", "{planned}.safetensors")
+            .text("node", "node 3 (VAELoader)")
+            .text("planned", "sdxl-vae");
+        assert_eq!(
+            m.fill(
+                "VAE '{file}' ({node}) as {planned}; {unknown}",
+                Arg::english
+            ),
+            "VAE '{planned}.safetensors' (node 3 (VAELoader)) as sdxl-vae; {unknown}"
+        );
     }
 
     #[test]
@@ -200,5 +271,6 @@ mod tests {
         assert_eq!(Arg::Part("Model weights".into()).english(), "model weights");
         assert_eq!(Arg::Text("a b".into()).render(term), "a b");
         assert_eq!(Arg::Bytes(512).render(term), "512 B");
+        assert_eq!(Arg::Int(32).render(term), "32");
     }
 }

@@ -457,7 +457,7 @@ pub struct Workload {
     /// What the model's files say that the estimate should be read with: parts not counted,
     /// where `run.weights` came from. Shown as warnings of the breakdown.
     #[serde(default)]
-    pub model_notes: Vec<String>,
+    pub model_notes: Vec<crate::types::message::Message>,
 }
 
 /// What a model file says about its own weights.

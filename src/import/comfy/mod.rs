@@ -86,7 +86,7 @@ pub struct Workflow {
     /// in `notes`).
     pub nodes: BTreeMap<String, Node>,
     /// What the reader could not take as it is (muted nodes, subgraphs, values from links).
-    pub notes: Vec<String>,
+    pub notes: Vec<crate::types::message::Message>,
 }
 
 impl Workflow {

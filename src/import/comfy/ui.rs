@@ -10,6 +10,7 @@
 use super::nodes::{self, Role};
 use super::{Format, Input, MAX_NODES, Node, Workflow};
 use crate::printable::printable_cut;
+use crate::types::message::Message;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -123,17 +124,23 @@ pub fn parse(map: &Map<String, Value>) -> Result<Workflow, String> {
         .and_then(Value::as_array)
         .is_some_and(|s| !s.is_empty())
     {
-        notes.push("the workflow holds subgraphs: the nodes inside them are not read, so each subgraph node is listed as not modelled".into());
+        notes.push(Message::new("warn.workflow.subgraphs"));
     }
     let mut nodes = BTreeMap::new();
     for (id, r) in &raw {
         let shown = printable_cut(id, 40);
         let class_shown = printable_cut(&r.class, 60);
         if r.mode == MUTED || r.mode == BYPASS {
-            notes.push(format!(
-                "node {shown} ({class_shown}) is {}: left out",
-                if r.mode == MUTED { "muted" } else { "bypassed" }
-            ));
+            let id = if r.mode == MUTED {
+                "warn.workflow.muted"
+            } else {
+                "warn.workflow.bypassed"
+            };
+            notes.push(
+                Message::new(id)
+                    .text("node", shown)
+                    .text("class", class_shown),
+            );
             continue;
         }
         let ty = nodes::get(&r.class);
@@ -145,11 +152,13 @@ pub fn parse(map: &Map<String, Value>) -> Result<Workflow, String> {
         match r.widgets {
             Value::Array(vals) if !widget_names.is_empty() => {
                 if vals.len() != widget_names.len() {
-                    notes.push(format!(
-                        "node {shown} ({class_shown}) has {} widget values where this ComfyUI version has {}: read by position",
-                        vals.len(),
-                        widget_names.len()
-                    ));
+                    notes.push(
+                        Message::new("warn.workflow.widget_count")
+                            .text("node", shown.clone())
+                            .text("class", class_shown.clone())
+                            .int("values", vals.len() as u64)
+                            .int("widgets", widget_names.len() as u64),
+                    );
                 }
                 for (name, v) in widget_names.iter().zip(vals) {
                     inputs.insert(name.clone(), Input::Value(v.clone()));
@@ -174,11 +183,13 @@ pub fn parse(map: &Map<String, Value>) -> Result<Workflow, String> {
                 continue;
             }
             if *is_widget && inputs.contains_key(name) {
-                notes.push(format!(
-                    "node {shown} ({class_shown}): '{}' is computed by node {} at run time",
-                    printable_cut(name, 40),
-                    printable_cut(&from, 40)
-                ));
+                notes.push(
+                    Message::new("warn.workflow.computed_input")
+                        .text("node", shown.clone())
+                        .text("class", class_shown.clone())
+                        .text("input", printable_cut(name, 40))
+                        .text("from", printable_cut(&from, 40)),
+                );
             }
             inputs.insert(name.clone(), Input::Link { node: from, slot });
         }
@@ -264,8 +275,8 @@ mod tests {
         // Reroute → bypassed LoRA → the checkpoint's MODEL output.
         assert_eq!(k.link("model"), Some(("4", 0)));
         assert!(w.node("10").is_none() && w.node("11").is_none() && w.node("14").is_none());
-        assert!(w.notes.iter().any(|n| n.contains("bypassed")));
-        assert!(w.notes.iter().any(|n| n.contains("muted")));
+        assert!(w.notes.iter().any(|n| n.to_string().contains("bypassed")));
+        assert!(w.notes.iter().any(|n| n.to_string().contains("muted")));
         // An unknown node keeps its raw widgets.
         assert_eq!(w.node("13").unwrap().widgets.len(), 2);
     }

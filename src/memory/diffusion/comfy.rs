@@ -22,6 +22,7 @@
 
 use super::{DiffusionRun, VramMode};
 use crate::types::gpu::Vendor;
+use crate::types::message::Message;
 use crate::types::options::{DynamicVram, Os};
 use crate::types::workload::GpuTarget;
 use crate::units::MIB;
@@ -53,7 +54,7 @@ pub struct ComfyMemory {
     /// `--vram-headroom`: kept free beyond the reserve (dynamic only; 0 in classic mode).
     pub headroom_bytes: u64,
     /// Flags given that do nothing in this mode.
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
 }
 
 /// Parses a PyTorch version ("2.7.1+cu128", "2.8") into (major, minor).
@@ -135,7 +136,7 @@ pub fn memory(run: &DiffusionRun, gpu: &GpuTarget) -> ComfyMemory {
     let (reserve_bytes, headroom_bytes) = match mode {
         MemoryMode::Dynamic => {
             if run.vram_mode == VramMode::Low {
-                notes.push("--lowvram does nothing with dynamic VRAM (comfy/cli_args.py --lowvram help); the text encoders stay on the GPU".into());
+                notes.push(Message::new("warn.comfy.lowvram_dynamic"));
             }
             (
                 run.reserve_vram_bytes.unwrap_or(AIMDO_HEADROOM),
@@ -144,7 +145,7 @@ pub fn memory(run: &DiffusionRun, gpu: &GpuTarget) -> ComfyMemory {
         }
         MemoryMode::Classic => {
             if run.vram_headroom_bytes > 0 {
-                notes.push("--vram-headroom applies to dynamic VRAM only (main.py hands it to comfy-aimdo): ignored".into());
+                notes.push(Message::new("warn.comfy.headroom_classic"));
             }
             let default = match run.os {
                 Os::Linux => RESERVE_LINUX,
@@ -219,7 +220,11 @@ mod tests {
         };
         let m = memory(&r, &g);
         assert_eq!(m.mode, MemoryMode::Dynamic);
-        assert!(m.notes.iter().any(|n| n.contains("--lowvram does nothing")));
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.to_string().contains("--lowvram does nothing"))
+        );
     }
 
     /// main.py: `if (not args.enable_dynamic_vram) and (torch_version_numeric < (2, 8))` warns
@@ -308,6 +313,10 @@ mod tests {
         };
         let m = memory(&with_headroom, &big);
         assert_eq!(m.headroom_bytes, 0);
-        assert!(m.notes.iter().any(|n| n.contains("--vram-headroom")));
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.to_string().contains("--vram-headroom"))
+        );
     }
 }

@@ -20,8 +20,9 @@ use super::{CpuOffload, DiffusionRun, DiffusionWorkload, VramMode};
 use crate::memory::breakdown::{Breakdown, Layer};
 use crate::memory::overhead;
 use crate::types::dtype::WeightFormat;
+use crate::types::message::Message;
 use crate::types::options::Engine;
-use crate::units::{GIB, MIB, human};
+use crate::units::{GIB, MIB};
 use serde::{Deserialize, Serialize};
 
 /// ComfyUI `minimum_inference_memory()`: 0.8 GiB beyond the reserve (classic loading).
@@ -464,9 +465,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
                 Layer::External,
             );
         }
-        for n in &m.notes {
-            b.warn(n.clone());
-        }
+        b.warnings.extend(m.notes.iter().cloned());
     }
     b.add(
         "other_processes",
@@ -479,46 +478,46 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         .is_some_and(|m| m.mode == MemoryMode::Dynamic);
     if dynamic && p.streamed_bytes > 0.0 {
         let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
-        b.warn(format!(
-            "dynamic VRAM: {} of the model's {} stay resident, {} streamed from system RAM every step",
-            human((denoiser - p.streamed_bytes) as u64),
-            human(denoiser as u64),
-            human(p.streamed_bytes as u64)
-        ));
+        b.warn(
+            Message::new("warn.comfy.dynamic_streams")
+                .bytes("resident", (denoiser - p.streamed_bytes) as u64)
+                .bytes("model", denoiser as u64)
+                .bytes("streamed", p.streamed_bytes as u64),
+        );
     }
     if dynamic && p.encoders_streamed_bytes > 0.0 {
-        b.warn(format!(
-            "dynamic VRAM: {} of the text encoders streamed from system RAM while the prompt is encoded — it runs, but the encode is slow",
-            human(p.encoders_streamed_bytes as u64)
-        ));
+        b.warn(
+            Message::new("warn.comfy.dynamic_encoders_stream")
+                .bytes("streamed", p.encoders_streamed_bytes as u64),
+        );
     }
     if p.partially_loaded && p.streamed_bytes <= 0.0 {
         // Only the text encoders did not fit next to the encode (`place`).
-        b.warn("ComfyUI will load the text encoders partially ('loaded partially'): part of their weights is read from system RAM while the prompt is encoded — it runs, but the encode is slow");
+        b.warn(Message::new("warn.comfy.encoders_partial"));
     } else if p.partially_loaded {
         // The streamed weights are the denoiser's, whatever stage peaks: its whole size is what
         // the denoising stage holds plus what it streams (not the peak stage's share, which is
         // nothing when the decode peaks after the denoiser was unloaded).
         let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
-        b.warn(format!(
-            "ComfyUI will load the model partially ('loaded partially'): {} of {} streamed from system RAM every step",
-            human(p.streamed_bytes as u64),
-            human(denoiser as u64)
-        ));
+        b.warn(
+            Message::new("warn.comfy.model_partial")
+                .bytes("streamed", p.streamed_bytes as u64)
+                .bytes("model", denoiser as u64),
+        );
     }
     if r.engine == Engine::Diffusers && r.cpu_offload == CpuOffload::Sequential {
-        b.warn("sequential CPU offload streams every layer's weights each step: lowest memory, several times slower");
+        b.warn(Message::new("warn.diffusers.sequential_offload"));
     }
     if p.vae_fp32 && r.engine == Engine::Diffusers && r.weights == WeightFormat::Fp16 {
-        b.warn("diffusers upcasts this VAE to fp32 for decoding (force_upcast); an fp16-fix VAE avoids it");
+        b.warn(Message::new("warn.diffusers.vae_upcast"));
     }
     if r.engine != Engine::Diffusers && !r.vae_tiling && p.peak == Stage::Decode && !b.fits() {
-        b.warn("ComfyUI retries an out-of-memory VAE decode with tiled decoding ('retrying with tiled VAE decoding'): slower, but it completes");
+        b.warn(Message::new("warn.comfy.tiled_retry"));
     }
     if r.attention == crate::types::options::Attention::Eager
         && p.stages[1].activations > 0.5 * w.gpu.vram_bytes as f64
     {
-        b.warn("naive attention stores the full score matrix; SDPA/xformers attention removes it");
+        b.warn(Message::new("warn.attention.naive"));
     }
     b
 }
@@ -528,6 +527,7 @@ mod tests {
     use super::*;
     use crate::memory::diffusion::{Bus, DiffusionWorkload};
     use crate::types::workload::GpuTarget;
+    use crate::units::human;
 
     fn gpu(gib: f64) -> GpuTarget {
         GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1)
@@ -579,7 +579,11 @@ mod tests {
         );
         let b = estimate(&w);
         assert!(b.fits(), "partially loaded still runs: {:?}", b.components);
-        assert!(b.warnings.iter().any(|m| m.contains("loaded partially")));
+        assert!(
+            b.warnings
+                .iter()
+                .any(|m| m.to_string().contains("loaded partially"))
+        );
         // On a 48 GiB card everything stays loaded.
         let p = place(&classic("flux-dev", 48.0));
         assert!(!p.partially_loaded && p.stages[1].text_encoders > 0.0);
@@ -599,6 +603,7 @@ mod tests {
         let note = b
             .warnings
             .iter()
+            .map(ToString::to_string)
             .find(|m| m.contains("loaded partially"))
             .expect("a partial-load note");
         let expect = format!(
@@ -663,11 +668,17 @@ mod tests {
         let b = estimate(&w);
         assert!(b.fits(), "{:?}", b.components);
         assert!(
-            b.warnings.iter().any(|m| m.starts_with("dynamic VRAM:")),
+            b.warnings
+                .iter()
+                .any(|m| m.to_string().starts_with("dynamic VRAM:")),
             "{:?}",
             b.warnings
         );
-        assert!(!b.warnings.iter().any(|m| m.contains("loaded partially")));
+        assert!(
+            !b.warnings
+                .iter()
+                .any(|m| m.to_string().contains("loaded partially"))
+        );
         let c = place(&classic("flux-dev", 12.0));
         assert!(
             resident > c.stages[1].denoiser + 0.5 * GIB,
@@ -710,7 +721,7 @@ mod tests {
             estimate(&w)
                 .warnings
                 .iter()
-                .any(|m| m.contains("--lowvram does nothing"))
+                .any(|m| m.to_string().contains("--lowvram does nothing"))
         );
         let mut c = classic("sdxl", 8.0);
         c.run.vram_mode = VramMode::Low;

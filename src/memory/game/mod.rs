@@ -6,6 +6,7 @@
 pub mod catalog;
 
 use super::breakdown::{Breakdown, Layer};
+use crate::types::message::Message;
 use crate::types::options::choice;
 use crate::types::workload::GpuTarget;
 use crate::units::GIB;
@@ -414,7 +415,7 @@ pub fn estimate(w: &GameWorkload) -> Breakdown {
         Layer::External,
     );
     if w.game.as_ref().is_some_and(|g| g.streams_to_budget) {
-        b.warn("this engine sizes its texture streaming to the budget: it fills most of any card and lowers texture detail instead of overflowing");
+        b.warn(Message::new("warn.game.streams_to_budget"));
     }
     b
 }

@@ -5,6 +5,7 @@
 
 use crate::import::comfy::nodes::{self, Role};
 use crate::import::comfy::{Node, Workflow};
+use crate::types::message::Message;
 use std::collections::BTreeSet;
 
 /// A number typed into a widget (the UI format may store 1024 as 1024.0).
@@ -75,7 +76,7 @@ pub struct Latent {
     pub temporal: u32,
     pub source: String,
     /// What was assumed on the way (a value from a link, an unknown node).
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
 }
 
 fn shown(n: &Node) -> String {
@@ -127,10 +128,7 @@ pub fn latent(w: &Workflow, start: Option<(&str, u32)>) -> Result<Latent, String
             },
             None => match through(n, &["samples", "latent", "latent_image"]) {
                 Some(l) => {
-                    notes.push(format!(
-                        "{} is not modelled; its latent is taken as the size of its input",
-                        shown(n)
-                    ));
+                    notes.push(Message::new("warn.workflow.latent_through").text("node", shown(n)));
                     link = Some(l);
                 }
                 None => {

@@ -23,6 +23,7 @@ use crate::memory::diffusion::{
     VramMode,
 };
 use crate::types::dtype::WeightFormat;
+use crate::types::message::Message;
 use crate::types::options::Engine;
 use crate::types::workload::GpuTarget;
 use files::{Answers, Want, format_in_name, identify};
@@ -165,7 +166,7 @@ pub struct WorkflowPlan {
     pub changes: Vec<changes::WorkflowChange>,
     /// The ComfyUI memory behaviour the plan assumes, one line.
     pub assumes: String,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Message>,
 }
 
 impl WorkflowPlan {
@@ -236,7 +237,7 @@ struct Planner<'a> {
     /// The files found in the models folder (`--comfy-models`), by the name the workflow
     /// gives, with what their headers say.
     headers: std::collections::BTreeMap<String, headers::Identified>,
-    warnings: Vec<String>,
+    warnings: Vec<Message>,
 }
 
 /// The denoising model a loader loads and its storage format.
@@ -304,24 +305,24 @@ impl<'a> Planner<'a> {
                     continue;
                 }
                 let Some(path) = dir.find(role, want, &file) else {
-                    self.warnings.push(format!(
-                        "{}: '{}' is not in {}; identified by its name only",
-                        shown(n),
-                        crate::printable::printable_cut(&file, 120),
-                        dir.looked_in(role, want)
-                    ));
+                    self.warnings.push(
+                        Message::new("warn.workflow.file_not_found")
+                            .text("node", shown(n))
+                            .text("file", crate::printable::printable_cut(&file, 120))
+                            .text("dir", dir.looked_in(role, want)),
+                    );
                     continue;
                 };
                 match headers::identify(&path, want) {
                     Ok(h) => {
                         if let Some(by_name) = identify(&file, want).filter(|i| *i != h.id) {
-                            self.warnings.push(format!(
-                                "{}: '{}' is named like {by_name} but its header is {}'s; planned as {}",
-                                shown(n),
-                                crate::printable::printable_cut(&file, 120),
-                                h.id,
-                                h.id
-                            ));
+                            self.warnings.push(
+                                Message::new("warn.workflow.header_differs")
+                                    .text("node", shown(n))
+                                    .text("file", crate::printable::printable_cut(&file, 120))
+                                    .text("by_name", by_name)
+                                    .text("header", h.id.clone()),
+                            );
                         }
                         self.headers.insert(file, h);
                     }
@@ -333,10 +334,11 @@ impl<'a> Planner<'a> {
                             crate::printable::printable_cut(files::stem(&file), 120)
                         ));
                     }
-                    Err(e) => self.warnings.push(format!(
-                        "{}: {e}; planned as the model's own — say which it is with --comfy-file FILE=PRESET",
-                        shown(n)
-                    )),
+                    Err(e) => self.warnings.push(
+                        Message::new("warn.workflow.header_unread")
+                            .text("node", shown(n))
+                            .text("error", e),
+                    ),
                 }
             }
         }
@@ -455,11 +457,18 @@ impl<'a> Planner<'a> {
         }
         if !unknown.is_empty() || parts.is_empty() {
             if !unknown.is_empty() {
-                self.warnings.push(format!(
-                    "text encoder {} is not one the planner knows; planned with the model's own encoders ({}) — say which it is with --comfy-file FILE=PRESET",
-                    unknown.join(", "),
-                    default.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(", ")
-                ));
+                self.warnings.push(
+                    Message::new("warn.workflow.text_encoder_unknown")
+                        .text("files", unknown.join(", "))
+                        .text(
+                            "own",
+                            default
+                                .iter()
+                                .map(|p| p.id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        ),
+                );
             }
             return (default.to_vec(), vec![sixteen; default.len()], on_cpu);
         }
@@ -516,12 +525,12 @@ impl<'a> Planner<'a> {
         {
             Some(p) => (self.part_as_loaded(p, &file), false),
             None => {
-                self.warnings.push(format!(
-                    "VAE '{}' ({}) is not one the planner knows; planned as {} — say which it is with --comfy-file FILE=PRESET",
-                    crate::printable::printable_cut(&file, 120),
-                    shown(src),
-                    default.id
-                ));
+                self.warnings.push(
+                    Message::new("warn.workflow.vae_unknown")
+                        .text("file", crate::printable::printable_cut(&file, 120))
+                        .text("node", shown(src))
+                        .text("planned", default.id.clone()),
+                );
                 (default.clone(), false)
             }
         }
@@ -556,17 +565,14 @@ impl<'a> Planner<'a> {
     {
         // comfy/samplers.py sampling_function: at cfg 1.0 the uncond pass is skipped
         // (`math.isclose(cond_scale, 1.0)`, unless disable_cfg1_optimization).
-        let cfg_of = |n: &Node, warnings: &mut Vec<String>| match n
+        let cfg_of = |n: &Node, warnings: &mut Vec<Message>| match n
             .value("cfg")
             .map(serde_json::Value::as_f64)
         {
             None => false,
             Some(Some(c)) => (c - 1.0).abs() > 1e-9,
             Some(None) => {
-                warnings.push(format!(
-                    "{}: cfg is not a number; planned with the model's default guidance",
-                    shown(n)
-                ));
+                warnings.push(Message::new("warn.workflow.cfg_not_number").text("node", shown(n)));
                 model_cfg
             }
         };
@@ -578,10 +584,8 @@ impl<'a> Planner<'a> {
         };
         if graph::role(s) != Some(Role::SamplerCustom) {
             if s.link("cfg").is_some() {
-                self.warnings.push(format!(
-                    "{}: cfg comes from a link; planned with the model's default guidance",
-                    shown(s)
-                ));
+                self.warnings
+                    .push(Message::new("warn.workflow.cfg_linked").text("node", shown(s)));
                 return (model_cfg, conds(s));
             }
             return (cfg_of(s, &mut self.warnings), conds(s));
@@ -593,11 +597,11 @@ impl<'a> Planner<'a> {
                 (has_cfg && cfg_of(g, &mut self.warnings), conds(g))
             }
             Some(g) => {
-                self.warnings.push(format!(
-                    "{}'s guider {} is not modelled; planned with the model's default guidance",
-                    shown(s),
-                    shown(g)
-                ));
+                self.warnings.push(
+                    Message::new("warn.workflow.guider_unknown")
+                        .text("node", shown(s))
+                        .text("guider", shown(g)),
+                );
                 (model_cfg, conds(g))
             }
             None => (model_cfg, Vec::new()),
@@ -608,11 +612,11 @@ impl<'a> Planner<'a> {
         let w = self.w;
         let path = graph::model_path(w, self.model_link(s));
         for u in &path.unknown {
-            self.warnings.push(format!(
-                "{} sits between {} and its model and is not modelled; its memory is not counted",
-                shown(u),
-                shown(s)
-            ));
+            self.warnings.push(
+                Message::new("warn.workflow.between_model")
+                    .text("node", shown(u))
+                    .text("sampler", shown(s)),
+            );
         }
         let loader = path.loader.ok_or_else(|| {
             format!(
@@ -634,27 +638,25 @@ impl<'a> Planner<'a> {
         self.warnings.extend(lat.notes.iter().cloned());
         let video = wl.model.kind == ModelKind::Video;
         if video != (lat.temporal > 0) {
-            let kind = if video {
-                "a video model"
+            let id = if video {
+                "warn.workflow.video_model_image_latent"
             } else {
-                "an image model"
+                "warn.workflow.image_model_video_latent"
             };
-            self.warnings.push(format!(
-                "{} runs {kind} ({}) on the latent of node {}, which is {}",
-                shown(s),
-                wl.model.id,
-                lat.source,
-                if lat.temporal > 0 {
-                    "a video latent"
-                } else {
-                    "an image latent"
-                }
-            ));
+            self.warnings.push(
+                Message::new(id)
+                    .text("node", shown(s))
+                    .text("model", wl.model.id.clone())
+                    .text("latent", lat.source.clone()),
+            );
         } else if video && lat.temporal != wl.vae.temporal_compression {
-            self.warnings.push(format!(
-                "node {} makes latents of {} frames per latent frame, {}'s VAE compresses {}: planned with the VAE's",
-                lat.source, lat.temporal, wl.model.id, wl.vae.temporal_compression
-            ));
+            self.warnings.push(
+                Message::new("warn.workflow.temporal_differs")
+                    .text("latent", lat.source.clone())
+                    .int("frames", lat.temporal)
+                    .text("model", wl.model.id.clone())
+                    .int("vae", wl.vae.temporal_compression),
+            );
         }
         let decode = decodes.first().copied();
         let r = &mut wl.run;
@@ -682,11 +684,11 @@ impl<'a> Planner<'a> {
             match d.value("tile_size").map(serde_json::Value::as_u64) {
                 Some(Some(t)) if (64..=4096).contains(&t) => r.vae_tile = t as u32,
                 None => {}
-                Some(_) => self.warnings.push(format!(
-                    "{}: tile_size is not a number in 64..=4096; planned with ComfyUI's default {}",
-                    shown(d),
-                    r.vae_tile
-                )),
+                Some(_) => self.warnings.push(
+                    Message::new("warn.workflow.tile_size")
+                        .text("node", shown(d))
+                        .int("tile", r.vae_tile),
+                ),
             }
         }
         wl.text_encoders = tes;
@@ -698,11 +700,11 @@ impl<'a> Planner<'a> {
             wl.run.tiny_vae = tiny;
         }
         if wl.run.controlnets > 0 && wl.model.controlnet_params <= 0.0 {
-            self.warnings.push(format!(
-                "{} applies a ControlNet to {}, for which no ControlNet size is known: not counted",
-                shown(s),
-                wl.model.id
-            ));
+            self.warnings.push(
+                Message::new("warn.workflow.controlnet_unknown")
+                    .text("node", shown(s))
+                    .text("model", wl.model.id.clone()),
+            );
         }
         let placed = place(&wl);
         let v = crate::plan::verdict::of_diffusion(&wl);
@@ -900,11 +902,14 @@ pub fn plan(
     let models: std::collections::BTreeSet<&str> =
         passes.iter().map(|x| x.model.as_str()).collect();
     if models.len() > 1 {
-        p.warnings.push(format!(
-            "the passes use {} models ({}); ComfyUI keeps a model loaded after its pass while the next fits beside it and unloads it when not, so each pass is planned with its own models",
-            models.len(),
-            models.iter().copied().collect::<Vec<_>>().join(", ")
-        ));
+        p.warnings.push(
+            Message::new("warn.workflow.models")
+                .int("n", models.len() as u64)
+                .text(
+                    "models",
+                    models.iter().copied().collect::<Vec<_>>().join(", "),
+                ),
+        );
     }
     let mut nodes_out = Vec::new();
     let not_modelled = unmodelled(w);
@@ -912,20 +917,17 @@ pub fn plan(
         match graph::role(n) {
             None => {}
             Some(Role::ClipVision | Role::UpscaleModel | Role::Encode) => {
-                p.warnings.push(format!(
-                    "{}: its memory is not counted in the plan yet",
-                    shown(n)
-                ));
+                p.warnings
+                    .push(Message::new("warn.workflow.not_counted").text("node", shown(n)));
                 nodes_out.extend(loaded_bytes(&p, n, &passes));
             }
             Some(_) => nodes_out.extend(loaded_bytes(&p, n, &passes)),
         }
     }
     if !not_modelled.is_empty() {
-        p.warnings.push(format!(
-            "not modelled (custom or unknown nodes, their memory is not counted): {}",
-            not_modelled.join(", ")
-        ));
+        p.warnings.push(
+            Message::new("warn.workflow.not_modelled").text("nodes", not_modelled.join(", ")),
+        );
     }
     let launch_line = launch_line(launch, &passes[peak_pass].workload);
     let peak = &passes[peak_pass];

@@ -5,7 +5,7 @@ use super::{Family, PlannerView};
 use crate::atomic_write::write_atomic;
 use crate::memory::{Task, WorkloadFile};
 use crate::types::workload::{GpuSection, ModelSection};
-use crate::ui::i18n::{tr, trf};
+use crate::ui::i18n::{msg, tr, trf};
 use crate::ui::widgets::status_ui;
 use egui::Ui;
 use std::path::Path;
@@ -366,5 +366,10 @@ fn workflow_lines(wp: &crate::plan::workflow::WorkflowPlan) -> Vec<String> {
             &[("nodes", &wp.unmodelled_nodes.join(", "))],
         ));
     }
+    // The workflow's warnings, as `plan --workflow` prints them beside the plan.
+    if !wp.warnings.is_empty() {
+        out.push(tr("Warnings").to_string());
+    }
+    out.extend(wp.warnings.iter().map(msg));
     out
 }

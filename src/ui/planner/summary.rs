@@ -93,7 +93,7 @@ pub fn details_ui(ui: &mut Ui, e: &Estimate) {
         ui.add_space(10.0);
         ui.heading(tr("Warnings"));
         for w in &b.warnings {
-            ui.colored_label(ui.visuals().warn_fg_color, w);
+            ui.colored_label(ui.visuals().warn_fg_color, msg(w));
         }
     }
 }
