@@ -29,6 +29,47 @@ impl Want {
             Want::Vae => "VAE",
         }
     }
+
+    /// The diffusion catalog's rows of this kind, as the matchers need them: the denoising
+    /// models, or the parts (text encoders, VAEs) of that kind.
+    pub fn rows(self) -> Vec<CatalogRow> {
+        let cat = DiffusionCatalog::get();
+        let kind = match self {
+            Want::Model => {
+                return cat
+                    .models
+                    .iter()
+                    .map(|m| CatalogRow {
+                        id: &m.id,
+                        params: m.params,
+                        comfy_files: &m.comfy_files,
+                        header_tensors: &m.header_tensors,
+                    })
+                    .collect();
+            }
+            Want::TextEncoder => PartKind::TextEncoder,
+            Want::Vae => PartKind::Vae,
+        };
+        cat.parts
+            .iter()
+            .filter(|p| p.kind == kind)
+            .map(|p| CatalogRow {
+                id: &p.id,
+                params: p.params,
+                comfy_files: &p.comfy_files,
+                header_tensors: &p.header_tensors,
+            })
+            .collect()
+    }
+}
+
+/// What a file is matched against: a catalog row's id, size, the file-name stems ComfyUI users
+/// give it, and the tensor names its header must hold.
+pub struct CatalogRow {
+    pub id: &'static str,
+    pub params: f64,
+    pub comfy_files: &'static [String],
+    pub header_tensors: &'static [String],
 }
 
 /// File extensions ComfyUI's folder lists take (folder_paths.py `supported_pt_extensions`, plus
@@ -70,29 +111,14 @@ fn contains(hay: &[String], needle: &[String]) -> bool {
 /// The catalog id of a file name: a model or a part of the wanted kind whose `comfy_files`
 /// stem occurs in the name, the longest (in tokens, then characters) winning.
 pub fn identify(name: &str, want: Want) -> Option<&'static str> {
-    let cat = DiffusionCatalog::get();
     let hay = tokens(stem(name));
-    let rows: Vec<(&'static str, &'static [String])> = match want {
-        Want::Model => cat
-            .models
-            .iter()
-            .map(|m| (m.id.as_str(), m.comfy_files.as_slice()))
-            .collect(),
-        Want::TextEncoder | Want::Vae => {
-            let kind = if want == Want::Vae {
-                PartKind::Vae
-            } else {
-                PartKind::TextEncoder
-            };
-            cat.parts
+    want.rows()
+        .into_iter()
+        .flat_map(|r| {
+            r.comfy_files
                 .iter()
-                .filter(|p| p.kind == kind)
-                .map(|p| (p.id.as_str(), p.comfy_files.as_slice()))
-                .collect()
-        }
-    };
-    rows.into_iter()
-        .flat_map(|(id, files)| files.iter().map(move |f| (id, tokens(f), f.len())))
+                .map(move |f| (r.id, tokens(f), f.len()))
+        })
         .filter(|(_, t, _)| contains(&hay, t))
         .max_by_key(|(_, t, chars)| (t.len(), *chars))
         .map(|(id, _, _)| id)

@@ -10,9 +10,8 @@
 //! parameter count which member, and its dtypes the storage format. A file that is not there
 //! or that matches no preset is reported, never guessed.
 
-use super::files::Want;
+use super::files::{CatalogRow, Want};
 use crate::import::comfy::nodes::Role;
-use crate::memory::diffusion::{DiffusionCatalog, PartKind};
 use crate::types::dtype::WeightFormat;
 use std::path::{Path, PathBuf};
 
@@ -217,38 +216,28 @@ pub fn identify(path: &Path, want: Want) -> Result<Identified, String> {
     let params: u64 = mine.iter().map(|t| t.elements).sum();
     let bytes: u64 = mine.iter().map(|t| t.bytes).sum();
     let has = |key: &str| mine.iter().any(|t| t.name.ends_with(key));
-    let cat = DiffusionCatalog::get();
-    let rows: Vec<(&str, f64, &[String])> = match want {
-        Want::Model => cat
-            .models
-            .iter()
-            .map(|m| (m.id.as_str(), m.params, m.header_tensors.as_slice()))
-            .collect(),
-        Want::TextEncoder | Want::Vae => {
-            let kind = if want == Want::Vae {
-                PartKind::Vae
-            } else {
-                PartKind::TextEncoder
-            };
-            cat.parts
-                .iter()
-                .filter(|p| p.kind == kind)
-                .map(|p| (p.id.as_str(), p.params, p.header_tensors.as_slice()))
-                .collect()
-        }
-    };
-    let family: Vec<&(&str, f64, &[String])> = rows
+    let rows = want.rows();
+    let family: Vec<&CatalogRow> = rows
         .iter()
-        .filter(|(_, _, keys)| !keys.is_empty() && keys.iter().all(|k| has(k)))
+        .filter(|r| !r.header_tensors.is_empty() && r.header_tensors.iter().all(|k| has(k)))
         .collect();
-    let most = family.iter().map(|r| r.2.len()).max().unwrap_or(0);
+    let most = family
+        .iter()
+        .map(|r| r.header_tensors.len())
+        .max()
+        .unwrap_or(0);
     let distance = |p: f64| (p / params.max(1) as f64).ln().abs();
     let best = family
         .iter()
-        .filter(|r| r.2.len() == most)
-        .min_by(|a, b| distance(a.1).total_cmp(&distance(b.1)));
+        .filter(|r| r.header_tensors.len() == most)
+        .min_by(|a, b| distance(a.params).total_cmp(&distance(b.params)));
     let shown = path.display();
-    let Some((id, preset_params, _)) = best else {
+    let Some(CatalogRow {
+        id,
+        params: preset_params,
+        ..
+    }) = best
+    else {
         return Err(format!(
             "{shown}: its tensors match no {} the planner knows",
             want.noun()
