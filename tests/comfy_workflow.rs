@@ -106,7 +106,7 @@ fn hostile_workflow_files_are_one_line_refusals() {
     for (file, bytes, needle) in cases {
         let p = dir.path().join(file);
         std::fs::write(&p, bytes).unwrap();
-        let e = comfy::read(&p).unwrap_err();
+        let e = comfy::read(&p).unwrap_err().to_string();
         assert!(
             e.contains(needle) && e.contains(file) && !e.contains('\n'),
             "{file}: {e}"
@@ -116,6 +116,7 @@ fn hostile_workflow_files_are_one_line_refusals() {
     assert!(
         comfy::read(dir.path())
             .unwrap_err()
+            .to_string()
             .contains("not a regular file")
     );
 }

@@ -57,7 +57,7 @@ fn label(row: &Value) -> String {
     }
 }
 
-fn import_row(row: &Value) -> Result<ImportedModel, String> {
+fn import_row(row: &Value) -> Result<ImportedModel, import::ImportError> {
     match row.get("file").and_then(Value::as_str) {
         Some(f) => import::import_model(&root().join(f)),
         None => {
@@ -95,12 +95,12 @@ fn judge(row: &Value) -> Outcome {
     let got = import_row(row);
     if kind == "encoder-decoder" {
         return match got {
-            Err(e) => Outcome::Refused(e),
+            Err(e) => Outcome::Refused(e.to_string()),
             Ok(_) => Outcome::Failing("an encoder-decoder model was read as a decoder".into()),
         };
     }
     let m = match got {
-        Err(e) => return Outcome::Refused(e),
+        Err(e) => return Outcome::Refused(e.to_string()),
         Ok(m) => m,
     };
     let mut wrong = Vec::new();

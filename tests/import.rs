@@ -120,7 +120,8 @@ fn encoders_have_no_kv_cache_and_their_own_head() {
         text.replace("BertForMaskedLM", "BertForSequenceClassification")
             .as_bytes(),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("\"BertForSequenceClassification\""), "{e}");
 }
 
@@ -381,7 +382,9 @@ fn load_model_has_the_workload_loader_signature() {
 fn unknown_model_types_are_refused_not_counted_as_llama() {
     let text = r#"{"model_type":"brand_new","hidden_size":64,"num_hidden_layers":2,
         "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100}"#;
-    let e = imp::from_bytes::hf_config(text.as_bytes()).unwrap_err();
+    let e = imp::from_bytes::hf_config(text.as_bytes())
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("\"brand_new\"") && e.contains("not one this program knows"),
         "{e}"
@@ -414,7 +417,9 @@ fn unmodelled_parts_are_refused_by_name() {
     ];
     for (extra, want) in cases {
         let text = format!("{{{base},{extra}}}");
-        let e = imp::from_bytes::hf_config(text.as_bytes()).unwrap_err();
+        let e = imp::from_bytes::hf_config(text.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(want), "{extra}: {e}");
     }
     // A vision tower or wrapper not in presets/hf_vision.toml is refused by name, never
@@ -422,12 +427,16 @@ fn unmodelled_parts_are_refused_by_name() {
     let llava = format!(
         r#"{{"model_type":"llava","text_config":{{"model_type":"llama",{base}}},"vision_config":{{"model_type":"blip_vision_model"}}}}"#
     );
-    let e = imp::from_bytes::hf_config(llava.as_bytes()).unwrap_err();
+    let e = imp::from_bytes::hf_config(llava.as_bytes())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("blip_vision_model"), "{e}");
     let other = format!(
         r#"{{"model_type":"vipllava","text_config":{{"model_type":"llama",{base}}},"vision_config":{{"model_type":"clip_vision_model"}}}}"#
     );
-    let e = imp::from_bytes::hf_config(other.as_bytes()).unwrap_err();
+    let e = imp::from_bytes::hf_config(other.as_bytes())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("wrapper \"vipllava\""), "{e}");
 }
 
@@ -458,7 +467,8 @@ fn sliding_window_pattern_sets_the_window_for_any_type() {
     assert_eq!(m.arch.global_every, Some(4));
     let e =
         imp::from_bytes::hf_config(format!(r#"{{{base},"sliding_window_pattern":4}}"#).as_bytes())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
     assert!(e.contains("sliding_window is missing"), "{e}");
     let c = config("c4ai-command-r7b-12-2024.json").arch;
     assert_eq!((c.sliding_window, c.global_every), (Some(4096), Some(4)));
@@ -478,7 +488,9 @@ fn sliding_window_pattern_sets_the_window_for_any_type() {
 /// its type, never counted as BERT or as a decoder.
 #[test]
 fn modernbert_is_refused_by_name() {
-    let e = imp::import_model(&config_path("modernbert-base.json")).unwrap_err();
+    let e = imp::import_model(&config_path("modernbert-base.json"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("\"modernbert\""), "{e}");
 }
 
@@ -567,7 +579,9 @@ fn state_space_hybrids_hold_kv_in_attention_blocks_and_a_fixed_state_in_mamba_bl
     );
     // An index past the last block is refused, not dropped.
     cfg["attn_layer_indices"] = serde_json::json!([9, 40]);
-    let e = imp::from_bytes::hf_config(cfg.to_string().as_bytes()).unwrap_err();
+    let e = imp::from_bytes::hf_config(cfg.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("attn_layer_indices"), "{e}");
 }
 
@@ -612,7 +626,9 @@ fn granite_4_hybrid_mamba_moe_counts_and_state() {
     }
     // A list that does not cover every block is refused.
     cfg["layers_block_type"] = serde_json::json!(["mamba", "attention"]);
-    let e = imp::from_bytes::hf_config(cfg.to_string().as_bytes()).unwrap_err();
+    let e = imp::from_bytes::hf_config(cfg.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("one block type per layer"), "{e}");
 }
 
@@ -648,7 +664,9 @@ fn nemotron_h_block_pattern_in_either_spelling() {
         if named == "n_routed_experts" {
             c.as_object_mut().unwrap().remove("n_routed_experts");
         }
-        let e = imp::from_bytes::hf_config(c.to_string().as_bytes()).unwrap_err();
+        let e = imp::from_bytes::hf_config(c.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(named), "{pattern}: {e}");
     }
 }
@@ -661,7 +679,9 @@ fn python_infinity_and_nan_are_read() {
         "rope_scaling":{"factor":Infinity,"low":-Infinity,"x":NaN},"note":"NaN and Infinity in a string"}"#;
     let m = imp::from_bytes::hf_config(text.as_bytes()).unwrap();
     assert_eq!(m.arch.layers, 2);
-    let e = imp::from_bytes::hf_config(b"{\"model_type\": Infinit}").unwrap_err();
+    let e = imp::from_bytes::hf_config(b"{\"model_type\": Infinit}")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not valid JSON"), "{e}");
 }
 
@@ -702,7 +722,9 @@ fn bad_configs_get_one_line_errors() {
         ),
     ];
     for (text, want) in cases {
-        let e = imp::from_bytes::hf_config(text.as_bytes()).unwrap_err();
+        let e = imp::from_bytes::hf_config(text.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("config.json: "), "{e}");
         assert!(e.contains(want), "{text}: {e}");
         assert!(!e.contains('\n'), "{e}");
@@ -718,7 +740,7 @@ fn oversized_config_files_are_refused_unread() {
     let p = dir.path().join("config.json");
     let f = std::fs::File::create(&p).unwrap();
     f.set_len(1 << 30).unwrap();
-    let e = imp::import_model(&p).unwrap_err();
+    let e = imp::import_model(&p).unwrap_err().to_string();
     assert!(e.contains("too large"), "{e}");
 }
 
@@ -937,7 +959,7 @@ fn gguf_split_files_are_summed() {
     second.tensors = b.to_vec();
     first.write_sparse(&dir.path().join("m-00001-of-00002.gguf"));
     let p = dir.path().join("m-00001-of-00002.gguf");
-    let e = imp::import_model(&p).unwrap_err();
+    let e = imp::import_model(&p).unwrap_err().to_string();
     assert!(e.contains("m-00002-of-00002.gguf is missing"), "{e}");
     second.write_sparse(&dir.path().join("m-00002-of-00002.gguf"));
     let m = imp::import_model(&p).unwrap();
@@ -1024,7 +1046,7 @@ fn gguf_reading_never_touches_tensor_data() {
 }
 
 fn gguf_err(bytes: &[u8]) -> String {
-    let e = imp::from_bytes::gguf(bytes).unwrap_err();
+    let e = imp::from_bytes::gguf(bytes).unwrap_err().to_string();
     assert!(e.starts_with("input.gguf: "), "{e}");
     assert!(!e.contains('\n'));
     e
@@ -1070,7 +1092,7 @@ fn every_truncation_of_a_gguf_is_an_error_not_a_panic() {
     for cut in cuts {
         let r = imp::from_bytes::gguf(&good[..cut]);
         assert!(r.is_err(), "cut at {cut} of {}", good.len());
-        let e = r.unwrap_err();
+        let e = r.unwrap_err().to_string();
         let known = [
             "file ends inside the header",
             "cannot fit",
@@ -1228,7 +1250,7 @@ fn sharded_safetensors_through_the_index() {
     let index = serde_json::json!({"metadata": {"total_size": a.data_len() + b.data_len()}, "weight_map": map});
     let index_path = dir.path().join("model.safetensors.index.json");
     std::fs::write(&index_path, serde_json::to_string(&index).unwrap()).unwrap();
-    let e = imp::import_model(&index_path).unwrap_err();
+    let e = imp::import_model(&index_path).unwrap_err().to_string();
     assert!(
         e.contains("shard model-00002-of-00002.safetensors is missing"),
         "{e}"
@@ -1266,16 +1288,23 @@ fn hostile_index_files() {
     assert!(
         imp::import_model(&p)
             .unwrap_err()
+            .to_string()
             .contains("not a plain file name")
     );
     std::fs::write(&p, r#"{"weight_map":{}}"#).unwrap();
     assert!(
         imp::import_model(&p)
             .unwrap_err()
+            .to_string()
             .contains("weight_map is empty")
     );
     std::fs::write(&p, r#"{"metadata":{}}"#).unwrap();
-    assert!(imp::import_model(&p).unwrap_err().contains("no weight_map"));
+    assert!(
+        imp::import_model(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("no weight_map")
+    );
 }
 
 #[test]
@@ -1329,7 +1358,7 @@ fn quantized_checkpoints_are_unpacked_to_their_parameter_count() {
 }
 
 fn st_err(bytes: &[u8]) -> String {
-    let e = imp::from_bytes::safetensors(bytes).unwrap_err();
+    let e = imp::from_bytes::safetensors(bytes).unwrap_err().to_string();
     assert!(e.starts_with("input.safetensors: "), "{e}");
     e
 }
@@ -1411,7 +1440,7 @@ fn safetensors_without_a_config_say_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("model.safetensors");
     std::fs::write(&p, Safetensors::default().add("w", "F16", &[2]).bytes()).unwrap();
-    let e = imp::import_model(&p).unwrap_err();
+    let e = imp::import_model(&p).unwrap_err().to_string();
     assert!(e.contains("no config.json beside it"), "{e}");
 }
 
@@ -1489,6 +1518,7 @@ fn diffusers_pipeline_lists_components_with_sizes() {
     assert!(
         imp::import_model(d)
             .unwrap_err()
+            .to_string()
             .contains("diffusers pipeline")
     );
 }
@@ -1517,17 +1547,20 @@ fn dispatch_by_content_and_name() {
     assert!(
         imp::import_model(&d.join("fake.gguf"))
             .unwrap_err()
+            .to_string()
             .contains("not a GGUF file")
     );
     std::fs::write(d.join("notes.txt"), b"hi").unwrap();
     assert!(
         imp::import_model(&d.join("notes.txt"))
             .unwrap_err()
+            .to_string()
             .contains("not a model file")
     );
     assert!(
         imp::import_model(&d.join("nope.json"))
             .unwrap_err()
+            .to_string()
             .contains("cannot read")
     );
     let empty = d.join("empty");
@@ -1535,6 +1568,7 @@ fn dispatch_by_content_and_name() {
     assert!(
         imp::import_model(&empty)
             .unwrap_err()
+            .to_string()
             .contains("no config.json")
     );
 }
@@ -1679,6 +1713,36 @@ fn inspect_bad_input_exits_2_with_one_line() {
         err.contains("broken.gguf") && err.contains("file ends inside the header"),
         "{err}"
     );
+}
+
+/// Whose problem a path is decides the status: one that names nothing is the user's (exit 2);
+/// one the system cannot follow (a file used as a folder) is the machine's (exit 1). Both are
+/// one line naming the path, for a model and for a ComfyUI workflow.
+#[test]
+fn inspect_tells_a_wrong_path_from_a_failed_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.gguf");
+    std::fs::write(&file, b"GGUF").unwrap();
+    let cases = [
+        (dir.path().join("nothing.gguf"), Some(2)),
+        (file.join("model.gguf"), Some(1)),
+    ];
+    for (path, status) in cases {
+        let p = path.to_str().unwrap();
+        for args in [
+            vec!["inspect", p],
+            vec!["plan", "--gpu", "rtx-4090", "--workflow", p],
+        ] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+                .args(&args)
+                .output()
+                .unwrap();
+            let err = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(out.status.code(), status, "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(p), "{err}");
+        }
+    }
 }
 
 /// A real tokenizer's worth of strings (Llama 3: 128,256 tokens and 280,147 merges) is skipped

@@ -128,19 +128,21 @@ fn check(name: &str, parse: Parser, input: &[u8]) {
 }
 
 fn gguf(d: &[u8]) -> Result<(), String> {
-    from_bytes::gguf(d).map(drop)
+    from_bytes::gguf(d).map(drop).map_err(String::from)
 }
 fn safetensors(d: &[u8]) -> Result<(), String> {
-    from_bytes::safetensors(d).map(drop)
+    from_bytes::safetensors(d).map(drop).map_err(String::from)
 }
 fn hf_config(d: &[u8]) -> Result<(), String> {
-    from_bytes::hf_config(d).map(drop)
+    from_bytes::hf_config(d).map(drop).map_err(String::from)
 }
 fn model_index(d: &[u8]) -> Result<(), String> {
-    from_bytes::model_index(d).map(drop)
+    from_bytes::model_index(d).map(drop).map_err(String::from)
 }
 fn comfy_workflow(d: &[u8]) -> Result<(), String> {
-    from_bytes::comfy_workflow(d).map(drop)
+    from_bytes::comfy_workflow(d)
+        .map(drop)
+        .map_err(String::from)
 }
 
 fn iterations() -> usize {
@@ -277,18 +279,22 @@ fn regressions() {
     )
     .unwrap();
     v["n_shared_experts"] = Value::from(2_147_483_647u32);
-    let e = from_bytes::hf_config(&serde_json::to_vec(&v).unwrap()).unwrap_err();
+    let e = from_bytes::hf_config(&serde_json::to_vec(&v).unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("model.params"), "{e}");
     // A GGUF whose general.architecture string swallowed the following bytes (newlines
     // included): the key named in "… is missing" must not break the one-line message.
     let g = Gguf::new().kv("general.architecture", Val::Str("llama\n\0junk".into()));
-    let e = from_bytes::gguf(&g.bytes()).unwrap_err();
+    let e = from_bytes::gguf(&g.bytes()).unwrap_err().to_string();
     assert!(
         !e.contains('\n') && e.contains(r#""llama\n\u{0}junk.block_count" is missing"#),
         "{e}"
     );
     // Same for a config value echoed back in an error.
-    let e = from_bytes::hf_config(br#"{"model_type":"llama","hidden_size":"a\nb"}"#).unwrap_err();
+    let e = from_bytes::hf_config(br#"{"model_type":"llama","hidden_size":"a\nb"}"#)
+        .unwrap_err()
+        .to_string();
     assert!(!e.contains('\n'), "{e}");
 }
 
@@ -336,7 +342,11 @@ fn fuzz_paths_that_are_not_regular_files() {
     }
     type Reader = fn(&Path) -> Result<(), String>;
     let readers: [(&str, Reader); 7] = [
-        ("import", |p| vram_doctor::import::import(p).map(drop)),
+        ("import", |p| {
+            vram_doctor::import::import(p)
+                .map(drop)
+                .map_err(String::from)
+        }),
         ("workload", |p| {
             vram_doctor::memory::WorkloadFile::load(p).map(drop)
         }),
@@ -349,7 +359,11 @@ fn fuzz_paths_that_are_not_regular_files() {
                 .map(drop)
                 .map_err(String::from)
         }),
-        ("gguf", |p| vram_doctor::import::gguf::read(p).map(drop)),
+        ("gguf", |p| {
+            vram_doctor::import::gguf::read(p)
+                .map(drop)
+                .map_err(String::from)
+        }),
         ("nvml-lib", vram_doctor::telemetry::nvml::check_lib),
     ];
     for p in &odd {
@@ -419,7 +433,7 @@ fn fuzz_headers_with_large_counts() {
     json.push('}');
     let mut st = (json.len() as u64).to_le_bytes().to_vec();
     st.extend(json.as_bytes());
-    let e = from_bytes::safetensors(&st).unwrap_err();
+    let e = from_bytes::safetensors(&st).unwrap_err().to_string();
     assert!(e.contains("more than any model has"), "{e}");
 }
 

@@ -30,7 +30,7 @@ fn with_quant(name: &str, q: Value) -> Value {
 }
 
 fn import(c: &Value) -> Result<imp::ImportedModel, String> {
-    imp::from_bytes::hf_config(c.to_string().as_bytes())
+    imp::from_bytes::hf_config(c.to_string().as_bytes()).map_err(String::from)
 }
 
 /// One `nn.Linear` as `(in, out)`.

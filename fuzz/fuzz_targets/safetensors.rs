@@ -6,6 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Err(e) = vram_doctor::import::from_bytes::safetensors(data) {
+        let e = e.to_string();
         assert!(!e.contains('\n'), "multi-line error: {e}");
     }
 });

@@ -11,6 +11,7 @@
 //! `vram-doctor run` returns the watched command's own status instead.
 
 use crate::file_error::FileError;
+use crate::import::ImportError;
 
 /// Exit status for bad input (a malformed file, an unknown preset, a wrong flag).
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -29,6 +30,9 @@ pub enum CliError {
     Environment(String),
     #[error(transparent)]
     File(#[from] FileError),
+    /// A model, pipeline or workflow file that could not be read or is not understood.
+    #[error(transparent)]
+    Import(#[from] ImportError),
     /// Whoever read stdout closed it (`vram-doctor accuracy | head`): exit 1, without a message.
     #[error("stdout was closed before everything was written")]
     StdoutClosed,
@@ -57,6 +61,8 @@ impl CliError {
 
     pub fn exit_code(&self) -> u8 {
         match self {
+            CliError::Import(e) if e.is_bad_input() => EXIT_BAD_INPUT,
+            CliError::Import(_) => EXIT_ENVIRONMENT,
             CliError::BadInput(_) | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,
             CliError::Environment(_)
             | CliError::StdoutClosed

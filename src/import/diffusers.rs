@@ -5,6 +5,7 @@
 
 use super::reader::{is_plain_file_name, read_small_text, shown};
 use super::safetensors;
+use crate::import::ImportError;
 use crate::memory::diffusion::{DiffusionCatalog, DiffusionModel};
 use serde::Serialize;
 use serde_json::Value;
@@ -77,7 +78,7 @@ impl DiffusersPipeline {
     /// class, the one the folder is named after (an id, an alias, or an alias's last path
     /// segment such as `FLUX.1-schnell`), else the one nearest in parameters to the denoiser's
     /// weights when they were read, else the first listed.
-    pub fn diffusion_preset(&self) -> Result<&'static DiffusionModel, String> {
+    pub fn diffusion_preset(&self) -> Result<&'static DiffusionModel, ImportError> {
         let cat = DiffusionCatalog::get();
         let cands: Vec<&'static DiffusionModel> = cat
             .models
@@ -115,12 +116,13 @@ impl DiffusersPipeline {
                     shown(&self.name),
                     shown(&self.class_name)
                 )
+                .into()
             })
     }
 }
 
 /// Reads a pipeline folder (or its model_index.json).
-pub fn import_pipeline(path: &Path) -> Result<DiffusersPipeline, String> {
+pub fn import_pipeline(path: &Path) -> Result<DiffusersPipeline, ImportError> {
     let (dir, index) = if path.is_dir() {
         (path.to_path_buf(), path.join("model_index.json"))
     } else {
@@ -143,7 +145,7 @@ pub fn import_pipeline(path: &Path) -> Result<DiffusersPipeline, String> {
 }
 
 /// Parses model_index.json text into the list of components (no files read).
-pub fn parse_index(text: &str, origin: &str, name: &str) -> Result<DiffusersPipeline, String> {
+pub fn parse_index(text: &str, origin: &str, name: &str) -> Result<DiffusersPipeline, ImportError> {
     let v: Value =
         serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
     let obj = v
@@ -174,7 +176,8 @@ pub fn parse_index(text: &str, origin: &str, name: &str) -> Result<DiffusersPipe
             return Err(format!(
                 "{origin}: component name {} is not a plain folder name",
                 shown(key)
-            ));
+            )
+            .into());
         }
         components.push(PipelineComponent {
             name: key.clone(),
@@ -194,7 +197,7 @@ pub fn parse_index(text: &str, origin: &str, name: &str) -> Result<DiffusersPipe
     })
 }
 
-fn fill_component(dir: &Path, c: &mut PipelineComponent) -> Result<(), String> {
+fn fill_component(dir: &Path, c: &mut PipelineComponent) -> Result<(), ImportError> {
     let sub = dir.join(&c.name);
     if !sub.is_dir() {
         c.notes.push(format!("folder {} is missing", c.name));
@@ -248,11 +251,13 @@ mod tests {
         assert!(
             parse_index(bad, "m.json", "x")
                 .unwrap_err()
+                .to_string()
                 .contains("not a plain folder name")
         );
         assert!(
             parse_index("{}", "m.json", "x")
                 .unwrap_err()
+                .to_string()
                 .contains("_class_name")
         );
     }
@@ -277,7 +282,8 @@ mod tests {
         let e = parse_index(other, "model_index.json", "k")
             .unwrap()
             .diffusion_preset()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("KandinskyPipeline") && !e.contains('\n'), "{e}");
     }
 }

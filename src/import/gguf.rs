@@ -8,6 +8,7 @@
 //! (default 32) and the data section. Strings are a u64 length and UTF-8 bytes.
 
 use super::reader::{HeaderReader, shown};
+use crate::import::ImportError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};
@@ -182,7 +183,7 @@ impl GgufHeader {
     /// Refuses tensors whose bytes or elements add up past what a `u64` holds, or whose bytes
     /// pass `max_bytes` (the data the files really have): a header claiming that is corrupt,
     /// and a wrapped sum would be a plausible, wrong parameter count.
-    pub fn check_sums(&self, max_bytes: u64) -> Result<(), String> {
+    pub fn check_sums(&self, max_bytes: u64) -> Result<(), ImportError> {
         let mut bytes = 0u64;
         let mut elements = 0u64;
         for t in &self.tensors {
@@ -196,7 +197,7 @@ impl GgufHeader {
         if bytes > max_bytes {
             return Err(format!(
                 "the tensors claim {bytes} bytes but the data holds only {max_bytes} (tensors overlap or the file is truncated; corrupt header?)"
-            ));
+            ).into());
         }
         Ok(())
     }
@@ -213,36 +214,46 @@ impl GgufHeader {
 }
 
 /// Reads a GGUF header from a file on disk.
-pub fn read(path: &std::path::Path) -> Result<GgufHeader, String> {
+pub fn read(path: &std::path::Path) -> Result<GgufHeader, ImportError> {
     let mut r = super::reader::open(path)?;
     parse(&mut r)
 }
 
 /// Parses a GGUF header from any seekable source of `len` bytes (a file, memory); `origin`
 /// names it in errors.
-pub fn parse_from<R: Read + Seek>(source: R, len: u64, origin: &str) -> Result<GgufHeader, String> {
+pub fn parse_from<R: Read + Seek>(
+    source: R,
+    len: u64,
+    origin: &str,
+) -> Result<GgufHeader, ImportError> {
     parse(&mut HeaderReader::new(source, len, origin))
 }
 
 /// Parses a GGUF header; `r` must be at the start of the file.
-fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> {
+fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, ImportError> {
     let magic = r.u32("the magic number")?.to_le_bytes();
     if magic != MAGIC {
-        return Err(r.err("not a GGUF file (the first 4 bytes are not 'GGUF')"));
+        return Err(r
+            .err("not a GGUF file (the first 4 bytes are not 'GGUF')")
+            .into());
     }
     let version = r.u32("the version")?;
     match version {
         2 | 3 => {}
         1 => {
-            return Err(
-                r.err("GGUF version 1 is not supported (re-convert it with a current llama.cpp)")
-            );
+            return Err(r
+                .err("GGUF version 1 is not supported (re-convert it with a current llama.cpp)")
+                .into());
         }
-        v if v.swap_bytes() <= 3 => return Err(r.err("big-endian GGUF files are not supported")),
+        v if v.swap_bytes() <= 3 => {
+            return Err(r.err("big-endian GGUF files are not supported").into());
+        }
         v => {
-            return Err(r.err(format_args!(
-                "GGUF version {v} is unknown (versions 2 and 3 are supported)"
-            )));
+            return Err(r
+                .err(format_args!(
+                    "GGUF version {v} is unknown (versions 2 and 3 are supported)"
+                ))
+                .into());
         }
     }
     let n_tensors = r.u64("the tensor count")?;
@@ -250,27 +261,35 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> 
     // Each metadata entry takes at least 13 bytes (key length, type, one-byte value) and each
     // tensor info at least 24 (name length, n_dims, type, offset): counts past that are lies.
     if n_kv > r.remaining() / 13 {
-        return Err(r.err(format_args!(
-            "metadata count {n_kv} cannot fit in a {}-byte file (corrupt header)",
-            r.len()
-        )));
+        return Err(r
+            .err(format_args!(
+                "metadata count {n_kv} cannot fit in a {}-byte file (corrupt header)",
+                r.len()
+            ))
+            .into());
     }
     if n_tensors > r.remaining() / 24 {
-        return Err(r.err(format_args!(
-            "tensor count {n_tensors} cannot fit in a {}-byte file (corrupt header)",
-            r.len()
-        )));
+        return Err(r
+            .err(format_args!(
+                "tensor count {n_tensors} cannot fit in a {}-byte file (corrupt header)",
+                r.len()
+            ))
+            .into());
     }
     // Counts a big file could hold but no model has: refused so memory stays bounded.
     if n_kv > MAX_METADATA {
-        return Err(r.err(format_args!(
-            "{n_kv} metadata entries: more than any model has (at most {MAX_METADATA})"
-        )));
+        return Err(r
+            .err(format_args!(
+                "{n_kv} metadata entries: more than any model has (at most {MAX_METADATA})"
+            ))
+            .into());
     }
     if n_tensors > MAX_TENSORS {
-        return Err(r.err(format_args!(
-            "{n_tensors} tensors: more than any model has (at most {MAX_TENSORS})"
-        )));
+        return Err(r
+            .err(format_args!(
+                "{n_tensors} tensors: more than any model has (at most {MAX_TENSORS})"
+            ))
+            .into());
     }
     let mut metadata = BTreeMap::new();
     let mut budget = MAX_KEPT_BYTES;
@@ -291,7 +310,7 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> 
         None => DEFAULT_ALIGNMENT,
         Some(v) => match v.as_u64() {
             Some(a) if a.is_power_of_two() && a <= 1 << 20 => a,
-            _ => return Err(r.err("general.alignment must be a power of two")),
+            _ => return Err(r.err("general.alignment must be a power of two").into()),
         },
     };
     let mut tensors = Vec::with_capacity(n_tensors.min(4096) as usize);
@@ -315,15 +334,21 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<GgufHeader, String> 
 }
 
 /// A u64-length-prefixed string of at most `max` bytes.
-fn string<R: Read + Seek>(r: &mut HeaderReader<R>, max: u64, what: &str) -> Result<String, String> {
+fn string<R: Read + Seek>(
+    r: &mut HeaderReader<R>,
+    max: u64,
+    what: &str,
+) -> Result<String, ImportError> {
     let n = r.u64(&format!("the length of {what}"))?;
     if n > max {
-        return Err(r.err(format_args!(
-            "{what} claims {n} bytes (at most {max} allowed; corrupt header?)"
-        )));
+        return Err(r
+            .err(format_args!(
+                "{what} claims {n} bytes (at most {max} allowed; corrupt header?)"
+            ))
+            .into());
     }
     let bytes = r.bytes(n, what)?;
-    String::from_utf8(bytes).map_err(|_| r.err(format_args!("{what} is not valid UTF-8")))
+    String::from_utf8(bytes).map_err(|_| r.err(format_args!("{what} is not valid UTF-8")).into())
 }
 
 /// Size in bytes of a fixed-size value type, `None` for strings and arrays.
@@ -345,7 +370,7 @@ fn value<R: Read + Seek>(
     key: &str,
     depth: u32,
     budget: &mut u64,
-) -> Result<MetaValue, String> {
+) -> Result<MetaValue, ImportError> {
     Ok(match ty {
         0 => MetaValue::Uint(r.u8(key)?.into()),
         1 => MetaValue::Int((r.u8(key)? as i8).into()),
@@ -373,9 +398,11 @@ fn value<R: Read + Seek>(
         11 => MetaValue::Int(r.u64(key)? as i64),
         12 => MetaValue::Float(f64::from_bits(r.u64(key)?)),
         t => {
-            return Err(r.err(format_args!(
-                "metadata {key} has unknown value type {t} (corrupt header?)"
-            )));
+            return Err(r
+                .err(format_args!(
+                    "metadata {key} has unknown value type {t} (corrupt header?)"
+                ))
+                .into());
         }
     })
 }
@@ -385,11 +412,13 @@ fn array<R: Read + Seek>(
     key: &str,
     depth: u32,
     budget: &mut u64,
-) -> Result<MetaValue, String> {
+) -> Result<MetaValue, ImportError> {
     if depth >= MAX_NESTING {
-        return Err(r.err(format_args!(
-            "metadata {key} nests arrays more than {MAX_NESTING} deep"
-        )));
+        return Err(r
+            .err(format_args!(
+                "metadata {key} nests arrays more than {MAX_NESTING} deep"
+            ))
+            .into());
     }
     let elem = r.u32(&format!("the element type of {key}"))?;
     let len = r.u64(&format!("the length of {key}"))?;
@@ -398,9 +427,11 @@ fn array<R: Read + Seek>(
             // Bound the count by the bytes left before touching any element.
             let total = len.checked_mul(size).filter(|&t| t <= r.remaining());
             let Some(total) = total else {
-                return Err(r.err(format_args!(
-                    "metadata {key} claims {len} elements, more than the file holds"
-                )));
+                return Err(r
+                    .err(format_args!(
+                        "metadata {key} claims {len} elements, more than the file holds"
+                    ))
+                    .into());
             };
             let integral = !matches!(elem, 6 | 12);
             if integral && len <= MAX_KEPT_ARRAY && len * 8 <= *budget {
@@ -427,9 +458,11 @@ fn array<R: Read + Seek>(
             // Strings (8 bytes of length at least) or nested arrays (12 bytes at least).
             let min = if elem == 8 { 8 } else { 12 };
             if len > r.remaining() / min {
-                return Err(r.err(format_args!(
-                    "metadata {key} claims {len} elements, more than the file holds"
-                )));
+                return Err(r
+                    .err(format_args!(
+                        "metadata {key} claims {len} elements, more than the file holds"
+                    ))
+                    .into());
             }
             for _ in 0..len {
                 match elem {
@@ -441,9 +474,9 @@ fn array<R: Read + Seek>(
                         array(r, key, depth + 1, budget)?;
                     }
                     t => {
-                        return Err(
-                            r.err(format_args!("metadata {key} has unknown element type {t}"))
-                        );
+                        return Err(r
+                            .err(format_args!("metadata {key} has unknown element type {t}"))
+                            .into());
                     }
                 }
             }
@@ -455,14 +488,16 @@ fn array<R: Read + Seek>(
     }
 }
 
-fn tensor_info<R: Read + Seek>(r: &mut HeaderReader<R>, i: u64) -> Result<TensorInfo, String> {
+fn tensor_info<R: Read + Seek>(r: &mut HeaderReader<R>, i: u64) -> Result<TensorInfo, ImportError> {
     let name = string(r, MAX_TENSOR_NAME, &format!("the name of tensor #{i}"))?;
     let label = shown(&name);
     let n_dims = r.u32(&format!("the dimension count of {label}"))?;
     if n_dims > MAX_DIMS {
-        return Err(r.err(format_args!(
-            "tensor {label} has {n_dims} dimensions (at most {MAX_DIMS})"
-        )));
+        return Err(r
+            .err(format_args!(
+                "tensor {label} has {n_dims} dimensions (at most {MAX_DIMS})"
+            ))
+            .into());
     }
     let mut dims = Vec::with_capacity(n_dims as usize);
     let mut elements: u64 = 1;
@@ -480,7 +515,7 @@ fn tensor_info<R: Read + Seek>(r: &mut HeaderReader<R>, i: u64) -> Result<Tensor
         Some((tn, block, size)) => {
             let first = dims.first().copied().unwrap_or(1);
             if first % block != 0 {
-                return Err(r.err(format_args!("tensor {label} of type {tn}: row length {first} is not a multiple of the block size {block}")));
+                return Err(r.err(format_args!("tensor {label} of type {tn}: row length {first} is not a multiple of the block size {block}")).into());
             }
             (tn.to_string(), (elements / block) * size)
         }
@@ -504,7 +539,7 @@ fn size_tensors(
     data_start: u64,
     file_len: u64,
     alignment: u64,
-) -> Result<(), String> {
+) -> Result<(), ImportError> {
     let data_len = file_len.saturating_sub(data_start);
     let mut order: Vec<usize> = (0..tensors.len()).collect();
     order.sort_by_key(|&i| tensors[i].offset);
@@ -516,7 +551,7 @@ fn size_tensors(
                 "tensor {} starts at offset {}, not a multiple of the alignment {alignment} (corrupt header)",
                 shown(&t.name),
                 t.offset
-            ));
+            ).into());
         }
         if ggml_type(t.type_id).is_none() {
             t.bytes = next.saturating_sub(t.offset);
@@ -527,7 +562,7 @@ fn size_tensors(
                 "tensor {} needs data up to byte {} but the file has {file_len} bytes (truncated download?)",
                 shown(&t.name),
                 data_start.saturating_add(end)
-            ));
+            ).into());
         }
     }
     Ok(())

@@ -11,6 +11,7 @@
 use super::gguf::{self, GgufHeader, MetaValue};
 use super::reader::shown;
 use super::{ImportedModel, SourceFormat};
+use crate::import::ImportError;
 use crate::memory::weights::weight_bytes;
 use crate::types::arch::{Mla, Mlp, ModelArch, Moe};
 use crate::types::dtype::{GgufFileType, WEIGHT_NAMES, WeightFormat};
@@ -78,7 +79,7 @@ const FILE_TYPES: &[(u64, &str)] = &[
 ];
 
 /// Reads a GGUF file (and its other shards when it is split) into an `ImportedModel`.
-pub fn import(path: &Path) -> Result<ImportedModel, String> {
+pub fn import(path: &Path) -> Result<ImportedModel, ImportError> {
     let mut header = gguf::read(path)?;
     let mut files = vec![path.to_path_buf()];
     let mut tensors = std::mem::take(&mut header.tensors);
@@ -95,7 +96,7 @@ pub fn import(path: &Path) -> Result<ImportedModel, String> {
             // counted twice: refused by its identity and by the number it says it has.
             let key = same_file_key(&other);
             if key.is_some() && seen.contains(&key) {
-                return Err(format!("{shown}: is the same file as an earlier shard"));
+                return Err(format!("{shown}: is the same file as an earlier shard").into());
             }
             seen.push(key);
             let h = gguf::read(&other)?;
@@ -106,13 +107,13 @@ pub fn import(path: &Path) -> Result<ImportedModel, String> {
                     "{shown}: says it is shard {} of the split, not shard {} (split.no {no}); a shard is repeated or misnamed",
                     no + 1,
                     i + 2
-                ));
+                ).into());
             }
             if (tensors.len() + h.tensors.len()) as u64 > gguf::MAX_TENSORS {
                 return Err(format!(
                     "{shown}: the shards hold more than {} tensors together, more than any model has",
                     gguf::MAX_TENSORS
-                ));
+                ).into());
             }
             data_bytes = data_bytes.saturating_add(h.file_len.saturating_sub(h.data_start));
             tensors.extend(h.tensors);
@@ -148,7 +149,7 @@ fn same_file_key(path: &Path) -> Option<(u64, u64, PathBuf)> {
 }
 
 /// The other shards of `name-00001-of-00003.gguf` (llama.cpp `llama_split_path` naming).
-fn shard_paths(first: &Path, count: u64) -> Result<Vec<PathBuf>, String> {
+fn shard_paths(first: &Path, count: u64) -> Result<Vec<PathBuf>, ImportError> {
     let shown = first.display();
     let name = first
         .file_name()
@@ -158,10 +159,10 @@ fn shard_paths(first: &Path, count: u64) -> Result<Vec<PathBuf>, String> {
     let Some(prefix) = name.strip_suffix(&suffix) else {
         return Err(format!(
             "{shown}: split into {count} files, but its name does not end in {suffix}; open the first shard"
-        ));
+        ).into());
     };
     if count > 9999 {
-        return Err(format!("{shown}: split.count {count} is absurd"));
+        return Err(format!("{shown}: split.count {count} is absurd").into());
     }
     let dir = first.parent().unwrap_or(Path::new("."));
     (2..=count)
@@ -170,7 +171,10 @@ fn shard_paths(first: &Path, count: u64) -> Result<Vec<PathBuf>, String> {
             if p.is_file() {
                 Ok(p)
             } else {
-                Err(format!("{shown}: shard {} is missing", p.display()))
+                Err(ImportError::from(format!(
+                    "{shown}: shard {} is missing",
+                    p.display()
+                )))
             }
         })
         .collect()
@@ -181,7 +185,7 @@ pub fn from_header(
     h: &GgufHeader,
     origin: &str,
     fallback_name: &str,
-) -> Result<ImportedModel, String> {
+) -> Result<ImportedModel, ImportError> {
     let arch_name = h
         .get("general.architecture")
         .and_then(MetaValue::as_str)
@@ -197,13 +201,15 @@ pub fn from_header(
         return Err(format!(
             "{origin}: metadata {} is zero (a model has at least one layer)",
             md.name("block_count")
-        ));
+        )
+        .into());
     }
     if md.num("context_length") == Some(0) {
         return Err(format!(
             "{origin}: metadata {} is zero (a model takes at least one token)",
             md.name("context_length")
-        ));
+        )
+        .into());
     }
     let hidden = match md.num("embedding_length") {
         Some(v) => v,
@@ -216,7 +222,7 @@ pub fn from_header(
         .ok_or_else(|| md.missing("attention.head_count"))?;
     let heads = heads_l.iter().copied().max().unwrap_or(0);
     if heads == 0 {
-        return Err(format!("{origin}: attention.head_count is zero"));
+        return Err(format!("{origin}: attention.head_count is zero").into());
     }
     let kv_l = md
         .per_layer("attention.head_count_kv", layers)?
@@ -472,8 +478,8 @@ fn weight_format(name: &str) -> Option<WeightFormat> {
     }
 }
 
-fn small(v: u64, key: &str, origin: &str) -> Result<u32, String> {
-    u32::try_from(v).map_err(|_| format!("{origin}: metadata {key} = {v} is absurd"))
+fn small(v: u64, key: &str, origin: &str) -> Result<u32, ImportError> {
+    u32::try_from(v).map_err(|_| format!("{origin}: metadata {key} = {v} is absurd").into())
 }
 
 /// Metadata of one architecture.
@@ -507,12 +513,12 @@ impl Meta<'_> {
         }
     }
 
-    fn need(&self, key: &str) -> Result<u64, String> {
-        self.num(key).ok_or_else(|| self.missing(key))
+    fn need(&self, key: &str) -> Result<u64, ImportError> {
+        self.num(key).ok_or_else(|| self.missing(key).into())
     }
 
     /// A value per layer: a scalar for all, or an array with one entry per layer.
-    fn per_layer(&self, key: &str, layers: u64) -> Result<Option<Vec<u64>>, String> {
+    fn per_layer(&self, key: &str, layers: u64) -> Result<Option<Vec<u64>>, ImportError> {
         match self.get(key) {
             None => Ok(None),
             Some(MetaValue::Array { len, values }) => {
@@ -521,7 +527,8 @@ impl Meta<'_> {
                         "{}: {} has {len} entries for {layers} layers",
                         self.origin,
                         self.name(key)
-                    ));
+                    )
+                    .into());
                 }
                 Ok(Some(
                     values
@@ -539,7 +546,8 @@ impl Meta<'_> {
                         "{}: {} {layers} is absurd",
                         self.origin,
                         self.name("block_count")
-                    ));
+                    )
+                    .into());
                 }
                 Ok(Some(vec![x; layers as usize]))
             }

@@ -11,6 +11,7 @@ use super::hf_count::{
 use super::hf_quant;
 use super::hf_vision;
 use super::{ImportedModel, SourceFormat};
+use crate::import::ImportError;
 use crate::types::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
 use crate::types::dtype::WeightFormat;
 use serde::Deserialize;
@@ -171,7 +172,7 @@ fn no_bias() -> BiasRule {
     BiasRule::Fixed(false)
 }
 
-fn conventions() -> Result<&'static BTreeMap<String, Convention>, String> {
+fn conventions() -> Result<&'static BTreeMap<String, Convention>, ImportError> {
     static TABLE: OnceLock<Result<BTreeMap<String, Convention>, String>> = OnceLock::new();
     TABLE
         .get_or_init(|| {
@@ -192,7 +193,7 @@ fn conventions() -> Result<&'static BTreeMap<String, Convention>, String> {
             Ok(t)
         })
         .as_ref()
-        .map_err(Clone::clone)
+        .map_err(|e| ImportError::Malformed(e.clone()))
 }
 
 /// The config object (or its `text_config`) with the class defaults behind it.
@@ -219,7 +220,7 @@ impl Cfg<'_> {
         None
     }
 
-    pub(super) fn u32(&self, keys: &[&str]) -> Result<Option<u32>, String> {
+    pub(super) fn u32(&self, keys: &[&str]) -> Result<Option<u32>, ImportError> {
         match self.raw(keys) {
             None => Ok(None),
             Some((k, v)) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
@@ -228,14 +229,15 @@ impl Cfg<'_> {
                     "{}: {k} must be a whole number below 2^32, not {}",
                     self.origin,
                     super::reader::shown(&v.to_string())
-                )),
+                )
+                .into()),
             },
         }
     }
 
-    pub(super) fn need(&self, keys: &[&str]) -> Result<u32, String> {
+    pub(super) fn need(&self, keys: &[&str]) -> Result<u32, ImportError> {
         self.u32(keys)?
-            .ok_or_else(|| format!("{}: {} is missing", self.origin, keys[0]))
+            .ok_or_else(|| format!("{}: {} is missing", self.origin, keys[0]).into())
     }
 
     pub(super) fn bool(&self, key: &str) -> Option<bool> {
@@ -256,7 +258,7 @@ impl Cfg<'_> {
 }
 
 /// Reads a config.json file.
-pub fn read(path: &Path) -> Result<ImportedModel, String> {
+pub fn read(path: &Path) -> Result<ImportedModel, ImportError> {
     let text = super::reader::read_small_text(path, MAX_CONFIG)?;
     let mut m = parse(&text, &path.display().to_string(), &name_from_path(path))?;
     m.files.push(path.to_path_buf());
@@ -286,13 +288,13 @@ fn name_from_path(path: &Path) -> String {
 
 /// Parses config.json text; `origin` names the file in errors, `fallback_name` is used when
 /// the config does not name its model.
-pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedModel, String> {
+pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedModel, ImportError> {
     let root: Value = serde_json::from_str(&python_json(text))
         .map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
     if !root.is_object() {
-        return Err(format!(
-            "{origin}: not a config.json (the top level is not a JSON object)"
-        ));
+        return Err(
+            format!("{origin}: not a config.json (the top level is not a JSON object)").into(),
+        );
     }
     let table = conventions()?;
     let top_type = root
@@ -330,7 +332,8 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
     if top_type.is_empty() && text_type.is_empty() && root.get("architectures").is_none() {
         return Err(format!(
             "{origin}: not a Hugging Face config.json (no model_type or architectures)"
-        ));
+        )
+        .into());
     }
     // Gemma 3's single-modality checkpoints say model_type "gemma3_text" at the top level.
     // A type not in the table is refused, never counted as some other type: its biases, norms,
@@ -339,7 +342,7 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         return Err(format!(
             "{origin}: model_type {} is not one this program knows how to count (the known ones are in presets/hf_architectures.toml); describe the model by hand in a workload file ([model] params, layers, hidden, heads, kv_heads, vocab)",
             super::reader::shown(&text_type)
-        ));
+        ).into());
     };
     let defaults = if nested && wrapper.is_some() {
         hf_vision::text_defaults(&text_type, &conv.defaults)?
@@ -436,7 +439,7 @@ fn encoder(
     cfg: &Cfg,
     layout: &mut Layout,
     notes: &mut Vec<String>,
-) -> Result<u64, String> {
+) -> Result<u64, ImportError> {
     let h = u64::from(layout.hidden);
     let types = u64::from(cfg.u32(&["type_vocab_size"])?.unwrap_or(2));
     let class = root
@@ -452,7 +455,7 @@ fn encoder(
                 "{}: the encoder head {} is not modelled by this program (only the bare model and the masked-LM head are), so its memory cannot be planned",
                 cfg.origin,
                 super::reader::shown(c)
-            ));
+            ).into());
         }
         None => {
             notes.push("the config names no architecture: counted as its masked-LM model".into());
@@ -598,7 +601,7 @@ const LINEAR_ATTENTION_KEYS: [&str; 3] = [
 
 /// The first part of the config this program would count wrong, named; `Ok` when every part
 /// the config declares is one the convention of its type models.
-fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> {
+fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), ImportError> {
     let set = |v: &Value| match v {
         Value::Null | Value::Bool(false) => false,
         Value::Number(n) => n.as_f64() != Some(0.0),
@@ -616,7 +619,7 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
         if let Some(v) = cfg.v.get(key).or_else(|| root.get(key))
             && set(v)
         {
-            return Err(feature.to_string());
+            return Err(feature.to_string().into());
         }
     }
     let ssm_layer_types = conv
@@ -641,7 +644,7 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
                 _ => false,
             };
             if !modelled {
-                return Err(format!("layer_types {} layers", super::reader::shown(t)));
+                return Err(format!("layer_types {} layers", super::reader::shown(t)).into());
             }
         }
     }
@@ -656,7 +659,7 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
     {
         return Err(format!(
             "routed experts ({key}) in a model_type whose expert layout is not in presets/hf_architectures.toml"
-        ));
+        ).into());
     }
     if !conv.mla && cfg.raw(&["kv_lora_rank"]).is_some() {
         return Err("multi-head latent attention (kv_lora_rank) in a model_type that is not known to use it".into());
@@ -664,7 +667,7 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), String> 
     Ok(())
 }
 
-fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, String> {
+fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, ImportError> {
     let hidden = cfg.need(&["hidden_size", "n_embd", "d_model"])?;
     let single = single_blocks(cfg, conv)?;
     let layers = match &single {
@@ -683,14 +686,16 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         return Err(format!(
             "{}: hidden size, layer count and head count must be at least 1",
             cfg.origin
-        ));
+        )
+        .into());
     }
     // The per-layer tables below must not be sized by a hostile number.
     if layers > MAX_LAYERS {
         return Err(format!(
             "{}: num_hidden_layers {layers} is absurd (at most {MAX_LAYERS})",
             cfg.origin
-        ));
+        )
+        .into());
     }
     let kv_heads = match cfg.u32(&["num_key_value_heads", "num_kv_heads", "n_head_kv"])? {
         Some(k)
@@ -717,7 +722,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         // A model whose every block is MoE (Solar Open) has no dense width; the expert width
         // stands in, and is refused below if a dense block needs it.
         (None, None) if conv.moe.is_some() => cfg.need(&["moe_intermediate_size"])?,
-        (None, None) => return Err(format!("{}: intermediate_size is missing", cfg.origin)),
+        (None, None) => return Err(format!("{}: intermediate_size is missing", cfg.origin).into()),
     };
     // Llama 4: experts of intermediate_size, dense blocks of intermediate_size_mlp
     // (modeling_llama4.py Llama4TextDecoderLayer).
@@ -785,7 +790,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         return Err(format!(
             "{}: the block pattern has expert blocks (E) but the config declares no experts (n_routed_experts)",
             cfg.origin
-        ));
+        ).into());
     }
     if cfg.raw(&INTERMEDIATE_KEYS).is_none()
         && !attention_free
@@ -795,7 +800,8 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
         return Err(format!(
             "{}: intermediate_size (the width of the dense MLP blocks) is missing",
             cfg.origin
-        ));
+        )
+        .into());
     }
     Ok(Layout {
         layers,
@@ -846,7 +852,7 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Stri
 /// A state-space mixer's shapes, under the key names of its configuration class
 /// (configuration_mamba.py, configuration_mamba2.py; Bamba's `mamba_*` keys,
 /// configuration_bamba.py). The inner width is `expand · hidden` where the class derives it.
-fn ssm(cfg: &Cfg, rule: SsmRule, hidden: u32) -> Result<Ssm, String> {
+fn ssm(cfg: &Cfg, rule: SsmRule, hidden: u32) -> Result<Ssm, ImportError> {
     let mixer = rule.mixer;
     let expand = cfg.u32(&["mamba_expand", "expand"])?.unwrap_or(2);
     let state = cfg.need(&["mamba_d_state", "ssm_state_size", "state_size"])?;
@@ -910,7 +916,7 @@ fn ssm(cfg: &Cfg, rule: SsmRule, hidden: u32) -> Result<Ssm, String> {
 
 /// The blocks of a one-part-per-block convention (`SsmAttention::Pattern`), `None` for any
 /// other.
-fn single_blocks(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<Single>>, String> {
+fn single_blocks(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<Single>>, ImportError> {
     if conv
         .ssm
         .is_none_or(|r| r.attention != SsmAttention::Pattern)
@@ -918,10 +924,10 @@ fn single_blocks(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<Single>>, St
         return Ok(None);
     }
     let bad = |what: String| {
-        Err(format!(
+        Err(ImportError::Malformed(format!(
             "{}: {what} is not a block type of this model (Mamba, attention, MLP or experts)",
             cfg.origin
-        ))
+        )))
     };
     let kinds: Vec<Single> = match cfg.raw(&["hybrid_override_pattern", "layers_block_type"]) {
         Some((_, Value::String(p))) => {
@@ -959,7 +965,8 @@ fn single_blocks(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<Single>>, St
             return Err(format!(
                 "{}: hybrid_override_pattern (or layers_block_type) is missing",
                 cfg.origin
-            ));
+            )
+            .into());
         }
     };
     if kinds.is_empty() || kinds.len() > MAX_LAYERS as usize {
@@ -967,14 +974,19 @@ fn single_blocks(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<Single>>, St
             "{}: the block pattern lists {} blocks (1 to {MAX_LAYERS})",
             cfg.origin,
             kinds.len()
-        ));
+        )
+        .into());
     }
     Ok(Some(kinds))
 }
 
 /// Which blocks of a state-space model are Mamba blocks (`BlockCache::None`) and which
 /// attention blocks (`Full`).
-fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<BlockCache>, String> {
+fn ssm_blocks(
+    cfg: &Cfg,
+    attention: SsmAttention,
+    layers: u32,
+) -> Result<Vec<BlockCache>, ImportError> {
     let layers = layers.min(MAX_LAYERS) as usize;
     match attention {
         SsmAttention::None => Ok(vec![BlockCache::None; layers]),
@@ -991,7 +1003,7 @@ fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<Blo
                                     "{}: attn_layer_indices holds {}, not a layer index below {layers}",
                                     cfg.origin,
                                     super::reader::shown(&v.to_string())
-                                ));
+                                ).into());
                             }
                         }
                     }
@@ -1001,7 +1013,8 @@ fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<Blo
                         "{}: attn_layer_indices must be a list of layer indices, not {}",
                         cfg.origin,
                         super::reader::shown(&v.to_string())
-                    ));
+                    )
+                    .into());
                 }
             }
             Ok(blocks)
@@ -1036,12 +1049,13 @@ fn ssm_blocks(cfg: &Cfg, attention: SsmAttention, layers: u32) -> Result<Vec<Blo
                 "{}: {k} must list one block type per layer ({layers}), not {}",
                 cfg.origin,
                 super::reader::shown(&v.to_string())
-            )),
+            )
+            .into()),
         },
     }
 }
 
-fn mla(cfg: &Cfg) -> Result<Mla, String> {
+fn mla(cfg: &Cfg) -> Result<Mla, ImportError> {
     Ok(Mla {
         kv_lora_rank: cfg.need(&["kv_lora_rank"])?,
         qk_rope_head_dim: cfg.need(&["qk_rope_head_dim"])?,
@@ -1057,7 +1071,7 @@ fn moe(
     layout: MoeLayout,
     layers: u32,
     intermediate: u32,
-) -> Result<Option<MoeSpec>, String> {
+) -> Result<Option<MoeSpec>, ImportError> {
     // Key names of the transformers configuration classes: Mixtral `num_local_experts`, Qwen-MoE
     // `num_experts`, DeepSeek `n_routed_experts`, ERNIE 4.5 `moe_num_experts` / `moe_k`.
     let experts = cfg
@@ -1161,7 +1175,12 @@ fn moe(
     }))
 }
 
-fn to_arch(l: &Layout, params: u64, cfg: &Cfg, conv: &Convention) -> Result<ModelArch, String> {
+fn to_arch(
+    l: &Layout,
+    params: u64,
+    cfg: &Cfg,
+    conv: &Convention,
+) -> Result<ModelArch, ImportError> {
     let window = match conv.sliding {
         // A config that states its own window pattern (the spelling of Gemma 3 and Cohere2
         // before layer_types) is windowed whatever its type's convention says.
@@ -1291,13 +1310,13 @@ fn regular_period(blocks: &[BlockCache]) -> Option<Option<u32>> {
 /// qwen3_5_moe) `__post_init__` does: every `full_attention_interval`-th block (default 4) is
 /// full attention, the others linear — the published Qwen3-Next config.json files give only
 /// the interval.
-fn layer_types(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<BlockCache>>, String> {
+fn layer_types(cfg: &Cfg, conv: &Convention) -> Result<Option<Vec<BlockCache>>, ImportError> {
     let Some((_, Value::Array(types))) = cfg.raw(&["layer_types"]) else {
         if conv.linear_attention {
             let layers = cfg.need(&["num_hidden_layers"])?.min(MAX_LAYERS);
             let interval = cfg.u32(&["full_attention_interval"])?.unwrap_or(4);
             if interval == 0 {
-                return Err(format!("{}: full_attention_interval is 0", cfg.origin));
+                return Err(format!("{}: full_attention_interval is 0", cfg.origin).into());
             }
             return Ok(Some(
                 (0..layers)
@@ -1376,7 +1395,7 @@ fn stored(
     layout: &Layout,
     total: u64,
     vision: u64,
-) -> Result<Option<hf_quant::Stored>, String> {
+) -> Result<Option<hf_quant::Stored>, ImportError> {
     let dtype = declared_dtype(root, text);
     let q = root
         .get("quantization_config")
@@ -1398,7 +1417,8 @@ fn stored(
         Some(other) => Err(format!(
             "quantization_config must be an object, not {}",
             super::reader::shown(&other.to_string())
-        )),
+        )
+        .into()),
     }
 }
 

@@ -32,6 +32,7 @@
 //!   fp32 `weight_scale_2` and `input_scale`; `exclude_modules` are shell-style patterns.
 
 use super::hf_count::{self, Layout, Lin};
+use crate::import::ImportError;
 use crate::types::dtype::WeightFormat;
 use regex::Regex;
 use serde_json::Value;
@@ -144,7 +145,7 @@ struct Pattern {
     used: bool,
 }
 
-fn patterns(v: Option<&Value>, how: Match, key: &str) -> Result<Vec<Pattern>, String> {
+fn patterns(v: Option<&Value>, how: Match, key: &str) -> Result<Vec<Pattern>, ImportError> {
     let list = match v {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
@@ -152,14 +153,16 @@ fn patterns(v: Option<&Value>, how: Match, key: &str) -> Result<Vec<Pattern>, St
             return Err(format!(
                 "quantization_config.{key} must be a list of module names, not {}",
                 super::reader::shown(&other.to_string())
-            ));
+            )
+            .into());
         }
     };
     if list.len() > MAX_PATTERNS {
         return Err(format!(
             "quantization_config.{key} lists {} modules (at most {MAX_PATTERNS} are read)",
             list.len()
-        ));
+        )
+        .into());
     }
     list.iter()
         .map(|p| {
@@ -198,12 +201,13 @@ fn patterns(v: Option<&Value>, how: Match, key: &str) -> Result<Vec<Pattern>, St
 }
 
 /// A pattern that must match from the start of the name, as Python's `re.match`.
-fn anchored(r: &str, key: &str) -> Result<Regex, String> {
+fn anchored(r: &str, key: &str) -> Result<Regex, ImportError> {
     Regex::new(&format!("^(?:{r})")).map_err(|_| {
         format!(
             "quantization_config.{key}: the pattern {} is not a regular expression this program reads",
             super::reader::shown(r)
         )
+        .into()
     })
 }
 
@@ -333,16 +337,16 @@ pub(super) fn read(
     total: u64,
     vision: u64,
     dtype_bytes: f64,
-) -> Result<Stored, String> {
+) -> Result<Stored, ImportError> {
     let method = q
         .get("quant_method")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_ascii_lowercase();
     let unknown = |what: String| {
-        Err(format!(
+        Err(ImportError::Malformed(format!(
             "quantization_config {what} is not a weight format this program models (the methods it does: gptq, awq, bitsandbytes, fp8, fbgemm_fp8, compressed-tensors, modelopt, mxfp4), so the weights' size cannot be planned"
-        ))
+        )))
     };
     let int = |k: &str| q.get(k).and_then(Value::as_i64);
     let mut notes = Vec::new();
@@ -588,18 +592,16 @@ pub(super) fn read(
 }
 
 /// A group size: absent = `default`, -1 = one group per row (per channel).
-fn group(g: Option<i64>, default: u32) -> Result<Scales, String> {
+fn group(g: Option<i64>, default: u32) -> Result<Scales, ImportError> {
     match g {
         Some(-1) => Ok(Scales::Channel),
         None => Ok(Scales::Group(default)),
         Some(g) if (1..=1 << 24).contains(&g) => Ok(Scales::Group(g as u32)),
-        Some(g) => Err(format!(
-            "quantization_config group_size {g} is out of range"
-        )),
+        Some(g) => Err(format!("quantization_config group_size {g} is out of range").into()),
     }
 }
 
-fn positive(g: Option<i64>, default: u32) -> Result<u32, String> {
+fn positive(g: Option<i64>, default: u32) -> Result<u32, ImportError> {
     match group(g, default)? {
         Scales::Group(g) => Ok(g),
         _ => Err("quantization_config group_size must be positive".into()),
@@ -633,11 +635,11 @@ fn compressed_tensors(
     q: &Value,
     dtype_bytes: f64,
     notes: &mut Vec<String>,
-) -> Result<Vec<Scheme>, String> {
+) -> Result<Vec<Scheme>, ImportError> {
     let unsupported = |what: String| {
-        Err(format!(
+        Err(ImportError::Malformed(format!(
             "quantization_config compressed-tensors {what} is not a storage this program models, so the weights' size cannot be planned"
-        ))
+        )))
     };
     for key in ["sparsity_config", "transform_config"] {
         if q.get(key)
@@ -680,9 +682,7 @@ fn compressed_tensors(
             "channel" => Scales::Channel,
             "group" | "tensor_group" => Scales::Group(positive(gsize, 0).and_then(|g| {
                 if g == 0 {
-                    Err(format!(
-                        "quantization_config group {name:?} has no group_size"
-                    ))
+                    Err(format!("quantization_config group {name:?} has no group_size").into())
                 } else {
                     Ok(g)
                 }
@@ -848,14 +848,15 @@ fn stored_bytes(
     skip: &mut [Pattern],
     how: Match,
     notes: &mut Vec<String>,
-) -> Result<(u64, WeightFormat), String> {
+) -> Result<(u64, WeightFormat), ImportError> {
     let l = m.layout;
     let patterns = skip.len() + schemes.iter().map(|s| s.named.len()).sum::<usize>();
     if u128::from(l.layers) * 64 * patterns as u128 > MAX_MATCHES {
         return Err(format!(
             "quantization_config lists {patterns} module patterns for {} layers: too many to match",
             l.layers
-        ));
+        )
+        .into());
     }
     // Quantized bytes and weight elements per scheme.
     let mut tally = vec![(0.0f64, 0.0f64); schemes.len()];
@@ -885,7 +886,7 @@ fn stored_bytes(
             {
                 return Err(format!(
                     "quantization_config keeps single experts of layer {layer} unquantized, which this program does not model"
-                ));
+                ).into());
             }
         }
     }

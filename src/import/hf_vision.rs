@@ -5,6 +5,7 @@
 //! text only.
 
 use super::hf_config::Cfg;
+use crate::import::ImportError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -90,7 +91,7 @@ struct Table {
     text_defaults: BTreeMap<String, BTreeMap<String, toml::Value>>,
 }
 
-fn table() -> Result<&'static Table, String> {
+fn table() -> Result<&'static Table, ImportError> {
     static TABLE: OnceLock<Result<Table, String>> = OnceLock::new();
     TABLE
         .get_or_init(|| {
@@ -98,11 +99,11 @@ fn table() -> Result<&'static Table, String> {
                 .map_err(|e| format!("presets/hf_vision.toml: {e}"))
         })
         .as_ref()
-        .map_err(Clone::clone)
+        .map_err(|e| ImportError::Malformed(e.clone()))
 }
 
 /// The wrapper entry of a config's top-level `model_type`, if it is a known one.
-pub fn wrapper(model_type: &str) -> Result<Option<&'static Wrapper>, String> {
+pub fn wrapper(model_type: &str) -> Result<Option<&'static Wrapper>, ImportError> {
     Ok(table()?.wrapper.get(model_type))
 }
 
@@ -110,7 +111,7 @@ pub fn wrapper(model_type: &str) -> Result<Option<&'static Wrapper>, String> {
 pub fn text_defaults(
     text_type: &str,
     own: &BTreeMap<String, toml::Value>,
-) -> Result<BTreeMap<String, toml::Value>, String> {
+) -> Result<BTreeMap<String, toml::Value>, ImportError> {
     let mut d = table()?
         .text_defaults
         .get(text_type)
@@ -159,21 +160,21 @@ fn merger(width: u128, merge: u32, out: u128, norm: u128) -> u128 {
 }
 
 /// A number or the first of a list (InternVL writes `image_size = [448, 448]`).
-fn side(c: &Cfg, key: &str) -> Result<u32, String> {
+fn side(c: &Cfg, key: &str) -> Result<u32, ImportError> {
     match c.raw(&[key]) {
         Some((_, Value::Array(a))) => a
             .first()
             .and_then(Value::as_u64)
             .and_then(|x| u32::try_from(x).ok())
-            .ok_or_else(|| format!("{}: {key} must list whole numbers", c.origin)),
+            .ok_or_else(|| format!("{}: {key} must list whole numbers", c.origin).into()),
         _ => c.need(&[key]),
     }
 }
 
 /// The tower's parameters and its output width.
-fn tower_params(family: Family, c: &Cfg) -> Result<(u128, u32), String> {
+fn tower_params(family: Family, c: &Cfg) -> Result<(u128, u32), ImportError> {
     let layer_norm = |w: u128| 2 * w;
-    let patches = || -> Result<u128, String> {
+    let patches = || -> Result<u128, ImportError> {
         let patch = side(c, "patch_size")?.max(1);
         Ok(n(side(c, "image_size")? / patch).saturating_pow(2))
     };
@@ -452,7 +453,7 @@ fn projector_params(
     vc: &Cfg,
     vision: u32,
     text: u32,
-) -> Result<u128, String> {
+) -> Result<u128, ImportError> {
     let (v, t) = (n(vision), n(text));
     // `vision_feature_layer` as a list concatenates that many layers' features.
     let feature_layers = match root.raw(&["vision_feature_layer"]) {
@@ -487,7 +488,8 @@ fn projector_params(
                 return Err(format!(
                     "{}: downsample_ratio must be in (0, 1], not {ratio}",
                     root.origin
-                ));
+                )
+                .into());
             }
             let k = (1.0 / ratio) as u128;
             let wide = v * k * k;
@@ -514,7 +516,7 @@ pub fn params(
     root: &Cfg,
     vision_config: &Value,
     text_hidden: u32,
-) -> Result<u64, String> {
+) -> Result<u64, ImportError> {
     let t = table()?;
     let named = vision_config.get("model_type").and_then(Value::as_str);
     let ty = match named {
@@ -526,7 +528,7 @@ pub fn params(
             "{}: the vision tower (vision_config model_type {}) is not modelled by this program (the known ones are in presets/hf_vision.toml), so its memory cannot be planned",
             root.origin,
             super::reader::shown(ty)
-        ));
+        ).into());
     };
     let vc = Cfg {
         v: vision_config,

@@ -7,6 +7,7 @@
 
 pub mod comfy;
 pub mod diffusers;
+mod error;
 pub mod gguf;
 mod gguf_model;
 pub mod hf_config;
@@ -16,6 +17,7 @@ mod hf_vision;
 mod reader;
 pub mod safetensors;
 
+use crate::file_error::FileError;
 use crate::printable::printable;
 use crate::types::arch::ModelArch;
 use crate::types::dtype::WeightFormat;
@@ -25,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use diffusers::{DiffusersPipeline, PipelineComponent, import_pipeline};
+pub use error::ImportError;
 
 /// Where an imported model's numbers came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -79,26 +82,26 @@ pub mod from_bytes {
     use std::io::Cursor;
 
     /// A GGUF file's header and the model it describes.
-    pub fn gguf(data: &[u8]) -> Result<ImportedModel, String> {
+    pub fn gguf(data: &[u8]) -> Result<ImportedModel, ImportError> {
         let h = gguf::parse_from(Cursor::new(data), data.len() as u64, "input.gguf")?;
         gguf_model::from_header(&h, "input.gguf", "input").map(escaped)
     }
 
-    pub fn safetensors(data: &[u8]) -> Result<safetensors::Header, String> {
+    pub fn safetensors(data: &[u8]) -> Result<safetensors::Header, ImportError> {
         safetensors::parse_from(Cursor::new(data), data.len() as u64, "input.safetensors")
     }
 
-    pub fn hf_config(data: &[u8]) -> Result<ImportedModel, String> {
+    pub fn hf_config(data: &[u8]) -> Result<ImportedModel, ImportError> {
         let text = std::str::from_utf8(data).map_err(|e| format!("config.json: not UTF-8: {e}"))?;
         hf_config::parse(text, "config.json", "input").map(escaped)
     }
 
     /// A ComfyUI workflow: UI or API JSON, or a PNG with one embedded.
-    pub fn comfy_workflow(data: &[u8]) -> Result<comfy::Workflow, String> {
+    pub fn comfy_workflow(data: &[u8]) -> Result<comfy::Workflow, ImportError> {
         comfy::parse(data)
     }
 
-    pub fn model_index(data: &[u8]) -> Result<DiffusersPipeline, String> {
+    pub fn model_index(data: &[u8]) -> Result<DiffusersPipeline, ImportError> {
         let text =
             std::str::from_utf8(data).map_err(|e| format!("model_index.json: not UTF-8: {e}"))?;
         diffusers::parse_index(text, "model_index.json", "input")
@@ -107,7 +110,8 @@ pub mod from_bytes {
 
 /// The model loader of the workload contract (`crate::types::workload::ModelLoader`):
 /// a `config.json`, `*.safetensors`, `*.safetensors.index.json`, `*.gguf`, or a folder holding
-/// `config.json`.
+/// `config.json`. The contract's error is still text (resolution's errors are not typed yet),
+/// so a model file the system fails to read is reported as bad input there.
 pub fn load_model(path: &Path) -> Result<LoadedModel, String> {
     let m = import_model(path)?;
     let weights = match (m.weights, m.weight_bytes.or(m.config_weight_bytes)) {
@@ -144,7 +148,7 @@ pub enum Imported {
 }
 
 /// Reads whatever `path` is: a model file or folder, or a diffusers pipeline.
-pub fn import(path: &Path) -> Result<Imported, String> {
+pub fn import(path: &Path) -> Result<Imported, ImportError> {
     match kind_of(path)? {
         Kind::Pipeline(p) => import_pipeline(&p).map(|mut p| {
             let esc = |s: &mut String| *s = printable(s).into_owned();
@@ -162,7 +166,7 @@ pub fn import(path: &Path) -> Result<Imported, String> {
 }
 
 /// Reads a model (not a pipeline) from `path`, with everything the files say.
-pub fn import_model(path: &Path) -> Result<ImportedModel, String> {
+pub fn import_model(path: &Path) -> Result<ImportedModel, ImportError> {
     import_kind(kind_of(path)?).map(escaped)
 }
 
@@ -183,9 +187,9 @@ enum Kind {
     Pipeline(PathBuf),
 }
 
-fn kind_of(path: &Path) -> Result<Kind, String> {
+fn kind_of(path: &Path) -> Result<Kind, ImportError> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    let meta = std::fs::metadata(path).map_err(|e| FileError::io(path, "cannot read", e))?;
     if meta.is_dir() {
         return dir_kind(path);
     }
@@ -194,7 +198,8 @@ fn kind_of(path: &Path) -> Result<Kind, String> {
         return Err(format!(
             "{shown}: is {}, not a regular file",
             crate::input_file::kind_name(&meta)
-        ));
+        )
+        .into());
     }
     let name = path
         .file_name()
@@ -224,7 +229,7 @@ fn kind_of(path: &Path) -> Result<Kind, String> {
     }
     Err(format!(
         "{shown}: not a model file this program reads (config.json, *.safetensors, *.safetensors.index.json, *.gguf, or a model folder)"
-    ))
+    ).into())
 }
 
 fn starts_with_gguf_magic(path: &Path) -> bool {
@@ -236,7 +241,7 @@ fn starts_with_gguf_magic(path: &Path) -> bool {
 
 /// A folder: a Hugging Face model (config.json), a diffusers pipeline (model_index.json), or a
 /// folder with exactly one GGUF file.
-fn dir_kind(dir: &Path) -> Result<Kind, String> {
+fn dir_kind(dir: &Path) -> Result<Kind, ImportError> {
     if dir.join("config.json").is_file() {
         return Ok(Kind::Config(dir.join("config.json")));
     }
@@ -244,7 +249,7 @@ fn dir_kind(dir: &Path) -> Result<Kind, String> {
         return Ok(Kind::Pipeline(dir.to_path_buf()));
     }
     let ggufs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: cannot list: {e}", dir.display()))?
+        .map_err(|e| FileError::io(dir, "cannot list", e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.extension()
@@ -257,11 +262,12 @@ fn dir_kind(dir: &Path) -> Result<Kind, String> {
         _ => Err(format!(
             "{}: no config.json, model_index.json or single .gguf file in this folder",
             dir.display()
-        )),
+        )
+        .into()),
     }
 }
 
-fn import_kind(kind: Kind) -> Result<ImportedModel, String> {
+fn import_kind(kind: Kind) -> Result<ImportedModel, ImportError> {
     match kind {
         Kind::Config(p) => with_weights(hf_config::read(&p)?, p.parent()),
         Kind::Gguf(p) => gguf_model::import(&p),
@@ -273,7 +279,7 @@ fn import_kind(kind: Kind) -> Result<ImportedModel, String> {
                 return Err(format!(
                     "{}: no config.json beside it; the architecture (layers, heads) is not in safetensors files, so download the model's config.json too",
                     p.display()
-                ));
+                ).into());
             }
             let mut m = hf_config::read(&config)?;
             m.apply_weights(weights);
@@ -282,13 +288,13 @@ fn import_kind(kind: Kind) -> Result<ImportedModel, String> {
         Kind::Pipeline(p) => Err(format!(
             "{}: this is a diffusers pipeline, not a language model (use it as a diffusion workload)",
             p.display()
-        )),
+        ).into()),
     }
 }
 
 /// A config.json in a folder that also holds the weights: count them exactly. Weights that
 /// cannot be read (a shard still downloading) leave the config's count, with a note.
-fn with_weights(mut m: ImportedModel, dir: Option<&Path>) -> Result<ImportedModel, String> {
+fn with_weights(mut m: ImportedModel, dir: Option<&Path>) -> Result<ImportedModel, ImportError> {
     let Some(dir) = dir else { return Ok(m) };
     match safetensors::find_in(dir, "model") {
         Ok(Some(weights)) => m.apply_weights(weights),

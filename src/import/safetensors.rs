@@ -7,6 +7,7 @@
 //! A sharded checkpoint adds `*.safetensors.index.json` with `weight_map: {tensor: shard}`.
 
 use super::reader::{HeaderReader, is_plain_file_name, read_small_text, shown};
+use crate::import::ImportError;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,17 +56,23 @@ pub struct Header {
 
 /// Parses a safetensors header from any seekable source of `len` bytes; `origin` names it in
 /// errors.
-pub fn parse_from<R: Read + Seek>(source: R, len: u64, origin: &str) -> Result<Header, String> {
+pub fn parse_from<R: Read + Seek>(
+    source: R,
+    len: u64,
+    origin: &str,
+) -> Result<Header, ImportError> {
     parse(&mut HeaderReader::new(source, len, origin))
 }
 
 /// Parses the header of a safetensors file held by `r` (positioned at its start).
-fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, String> {
+fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, ImportError> {
     let n = r.u64("the header length")?;
     if n > MAX_HEADER {
-        return Err(r.err(format_args!(
-            "header length {n} is over the 100 MB limit (not a safetensors file?)"
-        )));
+        return Err(r
+            .err(format_args!(
+                "header length {n} is over the 100 MB limit (not a safetensors file?)"
+            ))
+            .into());
     }
     let raw = r.bytes(n, "the JSON header")?;
     let data_len = r.remaining();
@@ -91,7 +98,7 @@ fn parse<R: Read + Seek>(r: &mut HeaderReader<R>) -> Result<Header, String> {
     if bytes > data_len {
         return Err(r.err(format_args!(
             "the tensors claim {bytes} bytes but the data section holds {data_len} (overlapping tensors; corrupt header)"
-        )));
+        )).into());
     }
     Ok(h)
 }
@@ -250,7 +257,7 @@ impl<'de> Deserialize<'de> for MaybeStr {
     }
 }
 
-fn entry(name: &str, raw: RawEntry, data_len: u64) -> Result<TensorEntry, String> {
+fn entry(name: &str, raw: RawEntry, data_len: u64) -> Result<TensorEntry, ImportError> {
     let dtype = raw.dtype.ok_or("no dtype")?;
     let shape = raw.shape.ok_or("no shape")?.0;
     let mut elements: u64 = 1;
@@ -265,12 +272,12 @@ fn entry(name: &str, raw: RawEntry, data_len: u64) -> Result<TensorEntry, String
         return Err("data_offsets must be two whole numbers".into());
     };
     if begin > end {
-        return Err(format!("bad data_offsets [{begin}, {end}]"));
+        return Err(format!("bad data_offsets [{begin}, {end}]").into());
     }
     if end > data_len {
         return Err(format!(
             "data ends at byte {end} of the data section, which has only {data_len} bytes (truncated download?)"
-        ));
+        ).into());
     }
     let bytes = end - begin;
     if let Some(bits) = dtype_bits(&dtype) {
@@ -279,7 +286,8 @@ fn entry(name: &str, raw: RawEntry, data_len: u64) -> Result<TensorEntry, String
             return Err(format!(
                 "shape {shape:?} of {dtype} needs {} bytes but its offsets span {bytes}",
                 want.unwrap_or(u64::MAX)
-            ));
+            )
+            .into());
         }
     }
     Ok(TensorEntry {
@@ -292,7 +300,7 @@ fn entry(name: &str, raw: RawEntry, data_len: u64) -> Result<TensorEntry, String
 }
 
 /// Reads the header of one safetensors file.
-pub fn read(path: &Path) -> Result<Header, String> {
+pub fn read(path: &Path) -> Result<Header, ImportError> {
     let mut r = super::reader::open(path)?;
     parse(&mut r)
 }
@@ -310,12 +318,12 @@ pub struct WeightSummary {
 impl WeightSummary {
     /// Adds one file's tensors; refuses a model past `MAX_TENSORS` tensors or whose sizes add
     /// up past what a `u64` holds (a wrapped sum would look like a plausible size).
-    fn add(&mut self, file: PathBuf, h: Header) -> Result<(), String> {
+    fn add(&mut self, file: PathBuf, h: Header) -> Result<(), ImportError> {
         let shown = file.display().to_string();
         if self.tensors.len() + h.tensors.len() > MAX_TENSORS {
             return Err(format!(
                 "{shown}: the files hold more than {MAX_TENSORS} tensors together, more than any model has"
-            ));
+            ).into());
         }
         let overflow = || format!("{shown}: tensor sizes add up past 2^64 (corrupt header)");
         let mut elements = self.tensors.iter().map(|t| t.elements).sum::<u64>();
@@ -386,7 +394,7 @@ fn param_elements(t: &TensorEntry, quant_bits: Option<u32>) -> u64 {
 }
 
 /// Reads a `.safetensors` file or a sharded `.safetensors.index.json` with its shards.
-pub fn read_any(path: &Path) -> Result<WeightSummary, String> {
+pub fn read_any(path: &Path) -> Result<WeightSummary, ImportError> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -400,7 +408,7 @@ pub fn read_any(path: &Path) -> Result<WeightSummary, String> {
 }
 
 /// Reads a sharded checkpoint through its index: every shard's header, checked against the map.
-pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
+pub fn read_index(path: &Path) -> Result<WeightSummary, ImportError> {
     /// The parts of an index we use; other fields are skipped unread.
     #[derive(Deserialize)]
     struct Index {
@@ -426,14 +434,15 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
             return Err(format!(
                 "{origin}: shard {} is not a plain file name in the same folder",
                 shown(shard)
-            ));
+            )
+            .into());
         }
         if seen.insert(shard.as_str()) {
             shards.push(shard);
         }
     }
     if shards.is_empty() {
-        return Err(format!("{origin}: weight_map is empty"));
+        return Err(format!("{origin}: weight_map is empty").into());
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut s = WeightSummary::default();
@@ -442,7 +451,8 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
         if !p.is_file() {
             return Err(format!(
                 "{origin}: shard {shard} is missing (download every file the index lists)"
-            ));
+            )
+            .into());
         }
         s.add(p.clone(), read(&p)?)?;
     }
@@ -470,7 +480,7 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, String> {
 
 /// Looks in a model folder for its weights: `{stem}.safetensors.index.json`, `{stem}.safetensors`,
 /// or else a single `*.safetensors` file. `None` when there are none.
-pub fn find_in(dir: &Path, stem: &str) -> Result<Option<WeightSummary>, String> {
+pub fn find_in(dir: &Path, stem: &str) -> Result<Option<WeightSummary>, ImportError> {
     let index = dir.join(format!("{stem}.safetensors.index.json"));
     if index.is_file() {
         return read_index(&index).map(Some);

@@ -12,6 +12,8 @@ pub mod nodes;
 mod png_text;
 mod ui;
 
+use crate::file_error::FileError;
+use crate::import::ImportError;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -97,16 +99,17 @@ impl Workflow {
 
 /// Reads a workflow file: UI or API JSON, or a PNG with one embedded (only its chunk headers
 /// and text chunks are read). Errors are one line that names the file.
-pub fn read(path: &Path) -> Result<Workflow, String> {
+pub fn read(path: &Path) -> Result<Workflow, ImportError> {
     use std::io::{Read, Seek};
-    let shown = |e: String| format!("{}: {e}", path.display());
+    let shown = |e: ImportError| e.within(path);
     let (mut f, len) = crate::input_file::open_regular(path)?;
     let mut sig = [0u8; 8];
     let n = f
         .read(&mut sig)
-        .map_err(|e| shown(format!("cannot read: {e}")))?;
+        .map_err(|e| FileError::io(path, "cannot read", e))?;
     if sig[..n] == png_text::SIGNATURE[..n.min(8)] && n == 8 {
-        f.rewind().map_err(|e| shown(format!("cannot read: {e}")))?;
+        f.rewind()
+            .map_err(|e| FileError::io(path, "cannot read", e))?;
         return png_text::walk(f, len).and_then(from_texts).map_err(shown);
     }
     let data = crate::input_file::read_capped(path, MAX_FILE_BYTES, "a ComfyUI workflow")?;
@@ -114,7 +117,7 @@ pub fn read(path: &Path) -> Result<Workflow, String> {
 }
 
 /// A workflow from the bytes of a file (JSON or PNG).
-pub fn parse(data: &[u8]) -> Result<Workflow, String> {
+pub fn parse(data: &[u8]) -> Result<Workflow, ImportError> {
     if data.starts_with(png_text::SIGNATURE) {
         return png_text::workflow_texts(data).and_then(from_texts);
     }
@@ -124,7 +127,7 @@ pub fn parse(data: &[u8]) -> Result<Workflow, String> {
 /// The workflow of a PNG's text chunks. The UI format ("workflow") carries every node's widget
 /// values and the links; the API format ("prompt") is what ran. Either is a whole workflow:
 /// the UI one is preferred, the other taken when it is missing or unreadable.
-fn from_texts(t: png_text::Texts) -> Result<Workflow, String> {
+fn from_texts(t: png_text::Texts) -> Result<Workflow, ImportError> {
     let mut errors = Vec::new();
     for (key, text) in [("workflow", &t.workflow), ("prompt", &t.prompt)] {
         if let Some(text) = text {
@@ -137,11 +140,11 @@ fn from_texts(t: png_text::Texts) -> Result<Workflow, String> {
     Err(if errors.is_empty() {
         "a PNG without a ComfyUI workflow: no 'workflow' or 'prompt' text chunk (ComfyUI's SaveImage writes them unless it runs with --disable-metadata)".into()
     } else {
-        errors.join("; ")
+        errors.join("; ").into()
     })
 }
 
-fn parse_json(data: &[u8]) -> Result<Workflow, String> {
+fn parse_json(data: &[u8]) -> Result<Workflow, ImportError> {
     let text = std::str::from_utf8(data).map_err(|e| format!("not UTF-8 text: {e}"))?;
     let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
         .map_err(|e| format!("not JSON: {e}"))?;
@@ -165,12 +168,13 @@ fn parse_json(data: &[u8]) -> Result<Workflow, String> {
 
 /// The API format: every node `{"class_type": …, "inputs": {name: value | [node_id, slot]}}`
 /// (ComfyUI execution.py validates links as two-element lists of node id and output index).
-fn api(map: &serde_json::Map<String, Value>) -> Result<Workflow, String> {
+fn api(map: &serde_json::Map<String, Value>) -> Result<Workflow, ImportError> {
     if map.len() > MAX_NODES {
         return Err(format!(
             "{} nodes is more than any workflow holds (at most {MAX_NODES})",
             map.len()
-        ));
+        )
+        .into());
     }
     let mut nodes = BTreeMap::new();
     for (id, n) in map {
@@ -187,7 +191,7 @@ fn api(map: &serde_json::Map<String, Value>) -> Result<Workflow, String> {
                     inputs.insert(name.clone(), api_input(v));
                 }
             }
-            Some(_) => return Err(format!("node {id_shown}: \"inputs\" is not an object")),
+            Some(_) => return Err(format!("node {id_shown}: \"inputs\" is not an object").into()),
         }
         nodes.insert(
             id.clone(),
@@ -254,7 +258,7 @@ mod tests {
             (br#"{"1":{"class_type":5}}"#, "class_type"),
             (br#"{"1":{"class_type":"X","inputs":[]}}"#, "inputs"),
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(needle) && !e.contains('\n'), "{e}");
         }
     }

@@ -1,6 +1,7 @@
 //! The ComfyUI node types the planner understands (`presets/comfyui_nodes.toml`): each one's
 //! role for memory and the order of its widgets in the UI format.
 
+use crate::import::ImportError;
 use serde::Deserialize;
 use std::sync::OnceLock;
 
@@ -61,22 +62,22 @@ struct File {
 static NODES: OnceLock<Vec<NodeType>> = OnceLock::new();
 
 /// Parses and checks the node table.
-pub fn parse(text: &str) -> Result<Vec<NodeType>, String> {
+pub fn parse(text: &str) -> Result<Vec<NodeType>, ImportError> {
     let f: File = toml::from_str(text)
         .map_err(|e| format!("presets/comfyui_nodes.toml: {}", e.message().trim()))?;
     let mut seen = std::collections::BTreeSet::new();
     for n in &f.node {
         if !seen.insert(n.class.as_str()) {
-            return Err(format!(
-                "presets/comfyui_nodes.toml: '{}' is listed twice",
-                n.class
-            ));
+            return Err(
+                format!("presets/comfyui_nodes.toml: '{}' is listed twice", n.class).into(),
+            );
         }
         if n.role == Role::Latent && n.spatial == 0 {
             return Err(format!(
                 "presets/comfyui_nodes.toml: {}: a latent node needs its spatial compression",
                 n.class
-            ));
+            )
+            .into());
         }
     }
     Ok(f.node)
@@ -108,7 +109,7 @@ mod tests {
         );
         assert_eq!(get("EmptyLTXVLatentVideo").unwrap().spatial, 32);
         assert!(get("SomeCustomNode").is_none());
-        let e = parse("[[node]]\nclass=\"A\"\nrole=\"other\"\nwidgets=[]\nsource=\"x\"\n[[node]]\nclass=\"A\"\nrole=\"other\"\nwidgets=[]\nsource=\"x\"\n").unwrap_err();
+        let e = parse("[[node]]\nclass=\"A\"\nrole=\"other\"\nwidgets=[]\nsource=\"x\"\n[[node]]\nclass=\"A\"\nrole=\"other\"\nwidgets=[]\nsource=\"x\"\n").unwrap_err().to_string();
         assert!(e.contains("twice"), "{e}");
     }
 }

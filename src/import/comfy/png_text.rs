@@ -6,6 +6,7 @@
 //! and seeks past everything else (PNG spec, ISO/IEC 15948 §5.3: length, type, data, CRC), so
 //! the image data is never read; each text chunk is bounded before it is read.
 
+use crate::import::ImportError;
 use std::io::{Read, Seek, SeekFrom};
 
 pub const SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -19,13 +20,17 @@ pub struct Texts {
 }
 
 /// The `workflow` and `prompt` texts of the PNG in `data`.
-pub fn workflow_texts(data: &[u8]) -> Result<Texts, String> {
+pub fn workflow_texts(data: &[u8]) -> Result<Texts, ImportError> {
     walk(std::io::Cursor::new(data), data.len() as u64)
 }
 
 /// Walks the chunks of a PNG of `len` bytes from `r` (positioned at the start).
-pub fn walk<R: Read + Seek>(mut r: R, len: u64) -> Result<Texts, String> {
-    let io = |e: std::io::Error| format!("PNG: cannot read: {e}");
+pub fn walk<R: Read + Seek>(mut r: R, len: u64) -> Result<Texts, ImportError> {
+    let io = |source| ImportError::Read {
+        origin: "PNG".into(),
+        what: "read".into(),
+        source,
+    };
     let mut sig = [0u8; 8];
     r.read_exact(&mut sig)
         .map_err(|_| "PNG: shorter than its signature")?;
@@ -45,16 +50,16 @@ pub fn walk<R: Read + Seek>(mut r: R, len: u64) -> Result<Texts, String> {
         let n = u64::from(u32::from_be_bytes([head[0], head[1], head[2], head[3]]));
         let kind = [head[4], head[5], head[6], head[7]];
         if !kind.iter().all(u8::is_ascii_alphabetic) {
-            return Err(format!(
-                "PNG: chunk at byte {at} has an invalid type (corrupt file)"
-            ));
+            return Err(
+                format!("PNG: chunk at byte {at} has an invalid type (corrupt file)").into(),
+            );
         }
         let end = at + 8 + n + 4;
         if end > len {
             return Err(format!(
                 "PNG: chunk '{}' at byte {at} claims {n} bytes, past the end of the file ({len} bytes; truncated?)",
                 String::from_utf8_lossy(&kind)
-            ));
+            ).into());
         }
         match &kind {
             b"IEND" => return Ok(out),
@@ -62,7 +67,7 @@ pub fn walk<R: Read + Seek>(mut r: R, len: u64) -> Result<Texts, String> {
                 if n > MAX_TEXT_BYTES {
                     return Err(format!(
                         "PNG: a {n}-byte text chunk is larger than any workflow (at most {MAX_TEXT_BYTES} bytes)"
-                    ));
+                    ).into());
                 }
                 let mut buf = vec![0u8; n as usize];
                 r.read_exact(&mut buf).map_err(io)?;
@@ -85,7 +90,7 @@ pub fn walk<R: Read + Seek>(mut r: R, len: u64) -> Result<Texts, String> {
 
 /// Keyword and text of a text chunk whose keyword is `workflow` or `prompt`; other keywords
 /// give `None`. Compressed workflow texts are refused: this build has no inflate.
-fn text_chunk(kind: &[u8; 4], data: &[u8]) -> Result<Option<(String, String)>, String> {
+fn text_chunk(kind: &[u8; 4], data: &[u8]) -> Result<Option<(String, String)>, ImportError> {
     let Some(nul) = data.iter().position(|&b| b == 0) else {
         return Ok(None);
     };
@@ -102,14 +107,14 @@ fn text_chunk(kind: &[u8; 4], data: &[u8]) -> Result<Option<(String, String)>, S
     match kind {
         // tEXt is Latin-1 (PNG spec §11.3.4.3).
         b"tEXt" => Ok(Some((key, rest.iter().map(|&b| char::from(b)).collect()))),
-        b"zTXt" => Err(compressed()),
+        b"zTXt" => Err(compressed().into()),
         _ => {
             // iTXt: compression flag, method, language tag\0, translated keyword\0, UTF-8 text.
             let [flag, _method, tail @ ..] = rest else {
-                return Err(format!("PNG: the '{key}' iTXt chunk is truncated"));
+                return Err(format!("PNG: the '{key}' iTXt chunk is truncated").into());
             };
             if *flag != 0 {
-                return Err(compressed());
+                return Err(compressed().into());
             }
             let mut parts = tail.splitn(3, |&b| b == 0);
             let (_, _, text) = (parts.next(), parts.next(), parts.next());
@@ -163,15 +168,26 @@ mod tests {
     fn bad_pngs_are_refused_with_a_reason() {
         let ok = png(&[chunk(b"tEXt", b"prompt\0{}")]);
         // Truncated inside a chunk.
-        let e = workflow_texts(&ok[..ok.len() - 20]).unwrap_err();
+        let e = workflow_texts(&ok[..ok.len() - 20])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("past the end") || e.contains("truncated"), "{e}");
         // A chunk that claims 4 GiB.
         let mut huge = ok.clone();
         huge[33..37].copy_from_slice(&u32::MAX.to_be_bytes());
-        assert!(workflow_texts(&huge).unwrap_err().contains("past the end"));
-        let e = workflow_texts(&png(&[chunk(b"zTXt", b"workflow\0\0xx")])).unwrap_err();
+        assert!(
+            workflow_texts(&huge)
+                .unwrap_err()
+                .to_string()
+                .contains("past the end")
+        );
+        let e = workflow_texts(&png(&[chunk(b"zTXt", b"workflow\0\0xx")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("compressed"), "{e}");
-        let e = workflow_texts(&png(&[chunk(b"iTXt", b"prompt\0\x01\0\0\0x")])).unwrap_err();
+        let e = workflow_texts(&png(&[chunk(b"iTXt", b"prompt\0\x01\0\0\0x")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("compressed"), "{e}");
         assert!(workflow_texts(b"\x89PNG\r\n\x1a").is_err());
     }

@@ -9,6 +9,7 @@
 
 use super::nodes::{self, Role};
 use super::{Format, Input, MAX_NODES, Node, Workflow};
+use crate::import::ImportError;
 use crate::printable::printable_cut;
 use crate::types::message::Message;
 use serde_json::{Map, Value};
@@ -40,7 +41,7 @@ struct Link {
     kind: String,
 }
 
-fn links(map: &Map<String, Value>) -> Result<BTreeMap<u64, Link>, String> {
+fn links(map: &Map<String, Value>) -> Result<BTreeMap<u64, Link>, ImportError> {
     let mut out = BTreeMap::new();
     let Some(list) = map.get("links") else {
         return Ok(out);
@@ -70,7 +71,7 @@ fn links(map: &Map<String, Value>) -> Result<BTreeMap<u64, Link>, String> {
     Ok(out)
 }
 
-pub fn parse(map: &Map<String, Value>) -> Result<Workflow, String> {
+pub fn parse(map: &Map<String, Value>) -> Result<Workflow, ImportError> {
     let list = map
         .get("nodes")
         .and_then(Value::as_array)
@@ -79,7 +80,8 @@ pub fn parse(map: &Map<String, Value>) -> Result<Workflow, String> {
         return Err(format!(
             "{} nodes is more than any workflow holds (at most {MAX_NODES})",
             list.len()
-        ));
+        )
+        .into());
     }
     let links = links(map)?;
     let mut notes = Vec::new();
@@ -289,7 +291,7 @@ mod tests {
             (r#"{"nodes":[],"links":[[1,2]]}"#, "link 0"),
             (r#"{"nodes":[],"links":5}"#, "not a list"),
         ] {
-            let e = parse_any(bad.as_bytes()).unwrap_err();
+            let e = parse_any(bad.as_bytes()).unwrap_err().to_string();
             assert!(e.contains(needle), "{bad}: {e}");
         }
     }

@@ -130,7 +130,8 @@ impl PlannerView {
             .is_some_and(|n| n.eq_ignore_ascii_case("model_index.json"));
         if pipeline {
             let found = crate::import::import_pipeline(&path)
-                .and_then(|p| p.diffusion_preset().map(|m| (p.class_name, m)));
+                .and_then(|p| p.diffusion_preset().map(|m| (p.class_name, m)))
+                .map_err(String::from);
             self.status = Some(found.map(|(class, m)| {
                 if Family::of(self.workload.run.task) != Family::Diffusion {
                     self.set_task(Task::Diffusion);
@@ -192,8 +193,9 @@ impl PlannerView {
     /// --workflow`) and shows its peak pass as a diffusion workload, with the models it loads
     /// and its passes listed under the buttons.
     fn open_workflow_path(&mut self, path: &Path) {
-        let planned =
-            crate::import::comfy::read(path).and_then(|wf| Ok((self.plan_workflow(&wf)?, wf)));
+        let planned = crate::import::comfy::read(path)
+            .map_err(String::from)
+            .and_then(|wf| Ok((self.plan_workflow(&wf)?, wf)));
         let (wp, wf) = match planned {
             Ok(p) => p,
             Err(e) => {
