@@ -171,7 +171,12 @@ fn refiner_lora_controlnet_and_hires_fix_passes() {
     );
     assert_eq!(p.passes[1].workload.run.loras, 0);
     assert_eq!(te_ids(&p.passes[1]), ["openclip-g"]);
-    assert!(p.warnings.iter().map(ToString::to_string).any(|w| w.contains("2 models")));
+    assert!(
+        p.warnings
+            .iter()
+            .map(ToString::to_string)
+            .any(|w| w.contains("2 models"))
+    );
 
     // The second pass runs at the upscaled latent (1024 × 1.5) and holds the decode.
     let p = planned("sdxl_hires_fix", 24.0);
@@ -187,7 +192,12 @@ fn refiner_lora_controlnet_and_hires_fix_passes() {
     assert!(p.passes[1].need_bytes > p.passes[0].need_bytes);
     // The custom node is reported by id and class, never dropped; the Note is editor-only.
     assert_eq!(p.unmodelled_nodes, ["31 SomeCustomUpscaler"]);
-    assert!(p.warnings.iter().map(ToString::to_string).any(|w| w.contains("SomeCustomUpscaler")));
+    assert!(
+        p.warnings
+            .iter()
+            .map(ToString::to_string)
+            .any(|w| w.contains("SomeCustomUpscaler"))
+    );
 }
 
 #[test]
