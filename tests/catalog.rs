@@ -331,3 +331,178 @@ fn reference_measurement_models_are_in_the_catalog() {
         );
     }
 }
+
+/// A catalog row and the real config.json of the same repository (tests/data/configs/ names
+/// each file by the repository's model name) must plan the same model: the same parameters,
+/// the same default weight format (the files' own, `quantization_config` or `torch_dtype`) and
+/// the same weight bytes. Shape counts agree to the parameter; the bytes of a row planned by
+/// the format's formula may differ from the module-by-module bytes of the config's
+/// `quantization_config` by its scales (fp8 in 128×128 blocks: 4 bytes per 16384 weights).
+#[test]
+fn catalog_rows_plan_as_their_configs_inspect() {
+    use std::path::Path;
+    use vram_doctor::types::workload::WorkloadFile;
+    let resolve = |model: &str| {
+        let text = format!("[gpu]\nvram_gib = 80\n[model]\n{model}\n[run]\nseq = 512\n");
+        WorkloadFile::parse(&text, "t.toml")
+            .and_then(|f| f.resolve(Path::new("."), Some(vram_doctor::import::load_model)))
+            .unwrap_or_else(|e| panic!("{model}: {e}"))
+    };
+    let mut checked = Vec::new();
+    for m in &Catalog::get().models {
+        let Some(repo_name) = m.hf_id.as_deref().and_then(|h| h.rsplit('/').next()) else {
+            continue;
+        };
+        let cfg = format!("tests/data/configs/{}.json", repo_name.to_ascii_lowercase());
+        if !Path::new(&cfg).is_file() {
+            continue;
+        }
+        let row = resolve(&format!("preset = \"{}\"", m.id));
+        let file = resolve(&format!("hf_config = \"{cfg}\""));
+        assert_eq!(
+            row.model.params, file.model.params,
+            "{}: the row's params vs inspect of {cfg}",
+            m.id
+        );
+        assert_eq!(
+            row.run.weights, file.run.weights,
+            "{}: the row's format vs the format {cfg} declares",
+            m.id
+        );
+        let bytes = |w: &vram_doctor::types::workload::Workload| {
+            let b = w.weight_bytes();
+            b.gpu + b.host
+        };
+        let (r, f) = (bytes(&row), bytes(&file));
+        assert!(
+            (r / f - 1.0).abs() < 1e-3,
+            "{}: weights {r} bytes as a row, {f} from {cfg}",
+            m.id
+        );
+        let said = |w: &vram_doctor::types::workload::Workload| {
+            w.model_notes
+                .iter()
+                .any(|n| n.to_string().contains("the format the model's files hold"))
+        };
+        // A row that states its format says so as a file does (a 16-bit row states none).
+        if m.format.is_some() {
+            assert!(
+                said(&row) && said(&file),
+                "{}: the note on the format",
+                m.id
+            );
+        }
+        checked.push(m.id.as_str());
+    }
+    for id in [
+        "llama-3.1-8b",
+        "qwen3-30b-a3b",
+        "deepseek-v3",
+        "gemma-2-9b",
+        "gpt-oss-20b",
+        "llama-4-scout",
+        "llama-4-maverick",
+        "qwen3-next-80b-a3b",
+        "glm-4.5",
+        "kimi-k2",
+    ] {
+        assert!(checked.contains(&id), "{id} not checked: {checked:?}");
+    }
+}
+
+/// What an announced active count leaves out: vendors differ.
+#[derive(Clone, Copy)]
+enum Announced {
+    /// Every parameter a token passes through (DeepSeek, Kimi, Qwen3 MoE).
+    All,
+    /// Without the input embedding table (gpt-oss model card, whose 20.91B total and 3.61B
+    /// active count the unembedding but not the embedding as active; Llama 4's 17B).
+    NoEmbedding,
+    /// Without the embedding and the head (GLM-4.5: 32.08B; Qwen3-Next: "3B").
+    NoEmbeddingOrHead,
+}
+
+/// The active parameters of the mixture-of-experts rows against the counts their model cards
+/// announce (the rows' comments name them), to the digits announced (at least 3%), and the
+/// totals within 3% (cards round them: 21B, 1T).
+#[test]
+fn moe_rows_activate_what_their_cards_announce() {
+    use Announced::*;
+    for (id, total, active, step, counts) in [
+        ("gpt-oss-20b", 21e9, 3.6e9, 0.1e9, NoEmbedding),
+        ("gpt-oss-120b", 117e9, 5.1e9, 0.1e9, NoEmbedding),
+        ("llama-4-scout", 109e9, 17e9, 1e9, NoEmbedding),
+        ("llama-4-maverick", 400e9, 17e9, 1e9, NoEmbedding),
+        ("qwen3-next-80b-a3b", 80e9, 3e9, 1e9, NoEmbeddingOrHead),
+        ("qwen3-coder-30b-a3b", 30.5e9, 3.3e9, 0.1e9, All),
+        ("qwen3-coder-480b-a35b", 480e9, 35e9, 1e9, All),
+        ("glm-4.5", 355e9, 32e9, 1e9, NoEmbeddingOrHead),
+        ("glm-4.5-air", 106e9, 12e9, 1e9, NoEmbeddingOrHead),
+        ("kimi-k2", 1.0e12, 32e9, 1e9, All),
+        ("deepseek-v3.1", 671e9, 37e9, 1e9, All),
+    ] {
+        let a = &model(id).arch;
+        let counted = a.active_params()
+            - match counts {
+                All => 0.0,
+                NoEmbedding => a.embedding_params(),
+                NoEmbeddingOrHead => a.embedding_params() + a.lm_head_params(),
+            };
+        assert!(
+            (a.params / total - 1.0).abs() < 0.03,
+            "{id}: {} total vs {total} announced",
+            a.params
+        );
+        let tolerance = f64::max(step / 2.0, 0.03 * active);
+        assert!(
+            (counted - active).abs() <= tolerance,
+            "{id}: {counted} active vs {active} announced"
+        );
+    }
+}
+
+/// A row's published file of the planned format gives the weights' bytes (its size, not the
+/// file type's formula) and the plan says so; other formats keep the formula.
+#[test]
+fn a_published_file_size_is_the_weights_of_its_format() {
+    use std::path::Path;
+    use vram_doctor::types::workload::WorkloadFile;
+    let m = model("gpt-oss-120b");
+    let file = m
+        .files
+        .first()
+        .expect("gpt-oss-120b lists a published GGUF");
+    let plan = |weights: &str| {
+        let text = format!(
+            "[gpu]\nvram_gib = 80\n[model]\npreset = \"{}\"\n[run]\nweights = \"{weights}\"\nseq = 512\n",
+            m.id
+        );
+        WorkloadFile::parse(&text, "t.toml")
+            .and_then(|f| f.resolve(Path::new("."), None))
+            .unwrap()
+    };
+    let w = plan(&file.format.to_string());
+    let b = w.weight_bytes();
+    assert_eq!(b.gpu + b.host, file.bytes as f64);
+    assert!(
+        b.host > 0.0,
+        "llama.cpp keeps the token embedding in host memory"
+    );
+    assert!(
+        w.model_notes
+            .iter()
+            .any(|n| n.to_string().contains(&file.source)),
+        "{:?}",
+        w.model_notes
+    );
+    // The F16 formula would count every parameter at 2 bytes.
+    let formula = vram_doctor::memory::weights::weight_bytes(&m.arch, file.format, w.run.engine);
+    assert!(formula.gpu + formula.host > 3.0 * file.bytes as f64);
+    let q8 = plan("q8_0");
+    assert!(q8.file_weights.is_none());
+    assert!(
+        !q8.model_notes
+            .iter()
+            .any(|n| n.to_string().contains("published"))
+    );
+}

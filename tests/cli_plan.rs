@@ -433,3 +433,61 @@ fn an_8gb_card_keeps_q4_k_m_with_a_split_above_the_threshold() {
         "{chosen}"
     );
 }
+
+/// A catalog row that states its published format (`format` in presets/models.toml) is planned
+/// in it as a model file's own format is, with the same words; `--weights` overrides it.
+#[test]
+fn plan_uses_a_catalog_rows_own_weight_format() {
+    let weights = |args: &[&str]| {
+        let o = run(&[
+            &[
+                "plan",
+                "--model",
+                "gpt-oss-20b",
+                "--vram-gib",
+                "80",
+                "--seq",
+                "4096",
+                "--json",
+            ],
+            args,
+        ]
+        .concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let bytes = v["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "weights")
+            .unwrap()["bytes"]
+            .as_f64()
+            .unwrap();
+        let notes: Vec<String> = v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect();
+        (bytes, notes)
+    };
+    let (mxfp4, notes) = weights(&[]);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("planned as mxfp4, the format the model's files hold")),
+        "{notes:?}"
+    );
+    let (bf16, notes) = weights(&["--weights", "bf16"]);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("bf16 (run.weights); the model's files hold mxfp4")),
+        "{notes:?}"
+    );
+    // 20.9B parameters, 19.1B of them experts at 17/32 byte: about a third of bf16.
+    assert!(
+        bf16 / mxfp4 > 2.8 && bf16 / mxfp4 < 3.3,
+        "{bf16} vs {mxfp4}"
+    );
+}

@@ -219,3 +219,37 @@ fn a_failed_save_says_why_and_keeps_the_file_and_the_form() {
         "only the saved GPU is listed"
     );
 }
+
+/// The models shelf lists the published weight format of each row; planning a row shipped in
+/// MXFP4 (gpt-oss) opens the planner with that format, as for the model's own files.
+#[test]
+fn a_model_row_shows_and_plans_its_published_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = app(dir.path().join(FILE_NAME));
+    click(&mut h, "Models");
+    h.get_by_label("Weights");
+    fill(&mut h, "Search", "gpt-oss 20b");
+    h.get_by_label("gpt-oss 20B");
+    h.get_by_label("mxfp4");
+    assert!(
+        h.query_by_label("Llama 3.1 8B").is_none(),
+        "the search filters"
+    );
+    fill(&mut h, "Search", "llama 3.1 8b");
+    h.get_by_label("bf16");
+    fill(&mut h, "Search", "gpt-oss 20b");
+    h.get_all_by_label("Plan").next().unwrap().click();
+    h.run();
+    let planner = &h.state().state.planner;
+    assert_eq!(
+        planner.workload.model.preset.as_deref(),
+        Some("gpt-oss-20b")
+    );
+    // The planner's model picker names the format, and the plan says where it came from.
+    let picker = h.get_by_role_and_label(Role::ComboBox, "Model");
+    let shown = format!("{:?}", picker.value());
+    assert!(shown.contains("gpt-oss 20B · mxfp4"), "{shown}");
+    h.get_all_by_label_contains("the format the model's files hold")
+        .next()
+        .expect("the plan says which format it used");
+}

@@ -7,7 +7,7 @@ mod models;
 pub mod user;
 
 pub use crate::types::gpu::{Gpu, GpuKind, Vendor};
-pub use models::ModelPreset;
+pub use models::{ModelPreset, PublishedFile};
 
 use crate::suggest::nearest;
 use std::sync::OnceLock;

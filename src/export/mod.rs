@@ -24,6 +24,7 @@ pub mod workload_file;
 use crate::catalog::Catalog;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
+use crate::plan::diffusion::DiffusionPlan;
 use crate::plan::{PlanResult, Strategy};
 use crate::types::dtype::WeightFormat;
 use crate::types::options::{Engine, Task, choice};
@@ -379,12 +380,12 @@ pub fn planned(w: &AnyWorkload, r: &PlanResult) -> AnyWorkload {
 
 fn planned_diffusion(d: &DiffusionWorkload, r: &PlanResult) -> DiffusionWorkload {
     let mut p = d.clone();
-    for s in r
+    let plan = r
         .plan
         .details
-        .diffusion()
-        .map_or(&[][..], |d| &d.strategies)
-    {
+        .clone()
+        .and_then(|v| serde_json::from_value::<DiffusionPlan>(v).ok());
+    for s in plan.map(|p| p.strategies).unwrap_or_default() {
         s.apply(&mut p);
     }
     p

@@ -17,8 +17,8 @@ use crate::types::gpu::{Gpu, Vendor};
 use crate::types::message::Message;
 use crate::types::options::*;
 use crate::types::workload::{
-    GpuSection, GpuSpeed, GpuTarget, LoadedModel, ModelLoader, ModelSection, Run, RunSection,
-    Workload, WorkloadFile,
+    FileWeights, GpuSection, GpuSpeed, GpuTarget, LoadedModel, ModelLoader, ModelSection, Run,
+    RunSection, Workload, WorkloadFile,
 };
 use std::path::Path;
 
@@ -128,6 +128,13 @@ impl WorkloadFile {
             .into_iter()
             .map(Message::english_text)
             .collect();
+        let mut file_weights = loaded.weights;
+        if file_weights.is_none()
+            && let Some((w, note)) = self.model.published_weights(&loaded.arch, run.weights)
+        {
+            file_weights = Some(w);
+            model_notes.push(note);
+        }
         if let Some(f) = declared {
             let id = if self.run.weights.is_some() && f != run.weights {
                 "resolve.weights.asked"
@@ -147,7 +154,7 @@ impl WorkloadFile {
             model_name: loaded.name,
             model: loaded.arch,
             run,
-            file_weights: loaded.weights,
+            file_weights,
             model_notes,
         })
     }
@@ -203,6 +210,7 @@ impl ModelSection {
         let (mut format, mut notes) = (None, Vec::new());
         let (name, mut arch) = if let Some(p) = &self.preset {
             let m = Catalog::get().model(p)?;
+            format = m.format;
             (m.name.clone(), m.arch.clone())
         } else if let Some(path) = self.hf_config.as_ref().or(self.file.as_ref()) {
             let load =
@@ -282,6 +290,44 @@ impl ModelSection {
             format,
             notes,
         })
+    }
+}
+
+impl ModelSection {
+    /// The preset's published file in `format` (a GGUF quantization), whose size on disk is
+    /// the weights' bytes: the GGUF header and metadata it also holds are a few MiB. llama.cpp
+    /// keeps the token embedding in host memory; its share is the formula's
+    /// (`memory::weights::weight_bytes`). None when the architecture was changed by hand.
+    fn published_weights(
+        &self,
+        arch: &ModelArch,
+        format: WeightFormat,
+    ) -> Option<(FileWeights, Message)> {
+        if self.params.is_some() {
+            return None;
+        }
+        let m = Catalog::get().model(self.preset.as_deref()?).ok()?;
+        let f = m.files.iter().find(|f| f.format == format)?;
+        let total = f.bytes as f64;
+        let host = if format.is_gguf() {
+            crate::memory::weights::weight_bytes(arch, format, Engine::LlamaCpp)
+                .host
+                .min(total)
+        } else {
+            0.0
+        };
+        let note = Message::new("resolve.weights.published")
+            .bytes("bytes", f.bytes)
+            .text("format", format.to_string())
+            .text("source", f.source.clone());
+        Some((
+            FileWeights {
+                format,
+                total_bytes: total,
+                host_bytes: host,
+            },
+            note,
+        ))
     }
 }
 
@@ -457,7 +503,6 @@ impl RunSection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::ComponentId;
 
     fn run(text: &str) -> Result<crate::memory::Breakdown, String> {
         let f = WorkloadFile::parse(text, "w.toml")?;
@@ -471,11 +516,11 @@ mod tests {
     #[test]
     fn dispatches_on_the_task() {
         let d = run("[gpu]\nvram_gib = 12\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\nwidth = 1024\nheight = 1024\n").unwrap();
-        assert!(d.get(ComponentId::TextEncoders) > 0 || d.get(ComponentId::VaeDecode) > 0);
+        assert!(d.get("text_encoders") > 0 || d.get("vae_decode") > 0);
         let g = run("[gpu]\nvram_gib = 8\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"2560x1440\"\ntexture_quality = \"ultra\"\n").unwrap();
-        assert!(g.get(ComponentId::Textures) > 0 && g.get(ComponentId::RenderTargets) > 0);
+        assert!(g.get("textures") > 0 && g.get("render_targets") > 0);
         let l = run("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n").unwrap();
-        assert!(l.get(ComponentId::KvCache) > 0);
+        assert!(l.get("kv_cache") > 0);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::comfy::MemoryMode;
 use super::parts::{TAESD_PARAMS, denoiser_bytes, text_encoder_bytes};
 use super::stages::{decode_bytes, denoise_bytes, encode_bytes};
 use super::{CpuOffload, DiffusionRun, DiffusionWorkload, VramMode};
-use crate::memory::breakdown::{Breakdown, ComponentId, Layer};
+use crate::memory::breakdown::{Breakdown, Layer};
 use crate::memory::overhead;
 use crate::types::dtype::WeightFormat;
 use crate::types::message::Message;
@@ -384,33 +384,28 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
     let at = p.peak_use();
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     b.add(
-        ComponentId::Weights,
+        "weights",
         "Diffusion model weights",
         at.denoiser,
         Layer::Tensor,
     );
     b.add(
-        ComponentId::TextEncoders,
+        "text_encoders",
         "Text encoders",
         at.text_encoders,
         Layer::Tensor,
     );
+    b.add("vae_weights", "VAE weights", at.vae, Layer::Tensor);
     b.add(
-        ComponentId::VaeWeights,
-        "VAE weights",
-        at.vae,
-        Layer::Tensor,
-    );
-    b.add(
-        ComponentId::Adapters,
+        "adapters",
         "LoRA / ControlNet / IP-Adapter",
         at.adapters,
         Layer::Tensor,
     );
     let (id, label) = match p.peak {
-        Stage::Encode => (ComponentId::Activations, "Prompt encoding"),
-        Stage::Denoise => (ComponentId::Activations, "Denoising activations"),
-        Stage::Decode => (ComponentId::VaeDecode, "VAE decode"),
+        Stage::Encode => ("activations", "Prompt encoding"),
+        Stage::Denoise => ("activations", "Denoising activations"),
+        Stage::Decode => ("vae_decode", "VAE decode"),
     };
     b.add(id, label, at.activations, Layer::Tensor);
     // Reserved: the largest stage including the cache it leaves fragmented. The caching
@@ -437,13 +432,13 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         - overhead::TORCH_CONTEXT_BYTES
         - b.peak.tensors_bytes as f64;
     b.add(
-        ComponentId::AllocatorOverhead,
+        "allocator_overhead",
         "Allocator cache",
         hard.max(soft.min(spare)),
         Layer::Allocator,
     );
     b.add(
-        ComponentId::CudaContext,
+        "cuda_context",
         "CUDA context",
         overhead::TORCH_CONTEXT_BYTES,
         Layer::Process,
@@ -457,14 +452,14 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
             MemoryMode::Classic => "Kept free by ComfyUI (--reserve-vram)",
         };
         b.add(
-            ComponentId::ReservedVram,
+            "reserved_vram",
             label,
             m.reserve_bytes as f64,
             Layer::External,
         );
         if m.headroom_bytes > 0 {
             b.add(
-                ComponentId::VramHeadroom,
+                "vram_headroom",
                 "Kept free by dynamic VRAM (--vram-headroom)",
                 m.headroom_bytes as f64,
                 Layer::External,
@@ -473,7 +468,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         b.warnings.extend(m.notes.iter().cloned());
     }
     b.add(
-        ComponentId::OtherProcesses,
+        "other_processes",
         "Other programs on the GPU",
         r.other_processes_bytes as f64,
         Layer::External,
@@ -558,7 +553,7 @@ mod tests {
         // bf16 weights 3.4688 B params × 2 = 6.46 GiB + 2.5 GiB decode (reference row gt083: 8.961).
         let t = b.peak.tensors_bytes as f64 / GIB;
         assert!((t - 8.96).abs() < 0.05, "{t}");
-        assert!(b.get(ComponentId::VaeDecode) > 0 && b.get(ComponentId::Activations) == 0);
+        assert!(b.get("vae_decode") > 0 && b.get("activations") == 0);
     }
 
     #[test]
@@ -645,7 +640,7 @@ mod tests {
         w.run.other_processes_bytes = 1 << 30;
         let b = estimate(&w);
         let reserve = super::super::comfy::RESERVE_WINDOWS;
-        assert_eq!(b.get(ComponentId::ReservedVram), reserve);
+        assert_eq!(b.get("reserved_vram"), reserve);
         assert_eq!(
             b.required_bytes(),
             b.peak.process_bytes + reserve + (1 << 30)
@@ -709,7 +704,7 @@ mod tests {
             ((before - after) / GIB - 2.0).abs() < 0.05,
             "{before} {after}"
         );
-        assert_eq!(estimate(&w).get(ComponentId::VramHeadroom), 2 << 30);
+        assert_eq!(estimate(&w).get("vram_headroom"), 2 << 30);
     }
 
     /// `--lowvram` does nothing with dynamic VRAM (cli_args.py help "Doesn't do anything if

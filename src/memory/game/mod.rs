@@ -5,7 +5,7 @@
 
 pub mod catalog;
 
-use super::breakdown::{Breakdown, ComponentId, Layer};
+use super::breakdown::{Breakdown, Layer};
 use crate::types::message::Message;
 use crate::types::options::choice;
 use crate::types::workload::GpuTarget;
@@ -376,50 +376,40 @@ pub fn estimate(w: &GameWorkload) -> Breakdown {
     let p = w.parts_at(&w.run);
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     let g = |x: f64| x * GIB;
+    b.add("textures", "Texture pool", g(p.textures), Layer::Tensor);
     b.add(
-        ComponentId::Textures,
-        "Texture pool",
-        g(p.textures),
-        Layer::Tensor,
-    );
-    b.add(
-        ComponentId::RenderTargets,
+        "render_targets",
         "Render targets",
         g(p.render_targets),
         Layer::Tensor,
     );
     b.add(
-        ComponentId::RayTracing,
+        "ray_tracing",
         "Ray-tracing structures",
         g(p.ray_tracing),
         Layer::Tensor,
     );
     b.add(
-        ComponentId::FrameGeneration,
+        "frame_generation",
         "Frame generation",
         g(p.frame_generation),
         Layer::Tensor,
     );
+    b.add("upscaler", "Upscaler", g(p.upscaler), Layer::Tensor);
     b.add(
-        ComponentId::Upscaler,
-        "Upscaler",
-        g(p.upscaler),
-        Layer::Tensor,
-    );
-    b.add(
-        ComponentId::Other,
+        "other",
         "Geometry, shaders, engine",
         g(p.other),
         Layer::Tensor,
     );
     b.add(
-        ComponentId::OsReserve,
+        "os_reserve",
         "Windows desktop and driver",
         g(generic::OS_RESERVE_GIB),
         Layer::External,
     );
     b.add(
-        ComponentId::OtherProcesses,
+        "other_processes",
         "Other programs on the GPU",
         w.run.other_processes_bytes as f64,
         Layer::External,

@@ -116,7 +116,17 @@ pub(super) fn gpus_ui(ui: &mut Ui, user: &UserPresets, hit: Hit, action: &mut Op
 }
 
 pub(super) fn models_ui(ui: &mut Ui, user: &UserPresets, hit: Hit, action: &mut Option<Action>) {
-    let headers = ["", "Model", "Parameters", "Layers", "Context", ""];
+    let headers = [
+        "",
+        "Model",
+        "Parameters",
+        "Layers",
+        "Context",
+        "Weights",
+        "",
+    ];
+    // What a plan uses unless told otherwise: the published weights' own format.
+    let default_weights = crate::types::workload::Run::default().weights;
     let context = |c: Option<u32>| c.map_or("-".into(), |c| c.to_string());
     grid(ui, "catalog_models", &headers, |ui| {
         for m in user.models.iter().filter(|m| hit(&[&m.id, &m.name])) {
@@ -125,6 +135,7 @@ pub(super) fn models_ui(ui: &mut Ui, user: &UserPresets, hit: Hit, action: &mut 
             ui.label(format!("{:.2} B", m.params / 1e9));
             ui.label(m.layers.to_string());
             ui.label(context(m.max_context));
+            ui.label(default_weights.label());
             ui.horizontal(|ui| {
                 if plan_button(ui, &m.name) {
                     *action = Some(Action::Pick(Pick::UserModel(m.section())));
@@ -146,6 +157,7 @@ pub(super) fn models_ui(ui: &mut Ui, user: &UserPresets, hit: Hit, action: &mut 
             ui.label(format!("{:.2} B", m.arch.params / 1e9));
             ui.label(m.arch.layers.to_string());
             ui.label(context(m.arch.max_context));
+            ui.label(m.format.unwrap_or(default_weights).label());
             ui.horizontal(|ui| {
                 if plan_button(ui, &m.name) {
                     *action = Some(Action::Pick(Pick::Model(m.id.clone())));

@@ -8,6 +8,7 @@ use crate::memory::diffusion::{
 };
 use crate::memory::{Attention, Engine, WorkloadFile};
 use crate::plan::diffusion::DiffusionPlan;
+use crate::types::message::Sentences;
 use crate::types::workload::ModelSection;
 use crate::ui::i18n::{msgs, tr, trf};
 use crate::ui::widgets::{
@@ -174,8 +175,9 @@ pub fn inputs_ui(
 }
 
 /// The plan: what to change, its time and quality cost, why, and the largest size and batch
-/// that fit; true when "Apply plan" was clicked.
-pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan) -> bool {
+/// that fit; true when "Apply plan" was clicked. `why` is the result's own (`Plan::why`): the
+/// plan read back from the result's JSON details holds it only as English text.
+pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan, why: &Sentences) -> bool {
     ui.add_space(6.0);
     let mut apply = false;
     if p.fits_as_is {
@@ -190,10 +192,10 @@ pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan) -> bool {
                 ("quality", &tr(&p.quality_note)),
             ],
         ));
-        ui.label(msgs(&p.why));
+        ui.label(msgs(why));
         apply = ui.button(tr("Apply plan")).clicked();
     } else {
-        ui.label(msgs(&p.why));
+        ui.label(msgs(why));
     }
     ui.label(trf(
         "Peak memory: during {stage}",

@@ -48,9 +48,9 @@ pub fn inputs_ui(
                     tr("choose a model").into()
                 }
             },
-            |m| m.name.clone(),
+            |m| m.label(),
         );
-    let models = cat.models.iter().map(|m| (m.id.as_str(), m.name.clone()));
+    let models = cat.models.iter().map(|m| (m.id.as_str(), m.label()));
     if let Some(id) = search_pick(
         ui,
         tr("Model"),
