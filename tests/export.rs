@@ -1174,3 +1174,29 @@ fn an_engine_export_of_another_engines_plan_plans_for_that_engine() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The exports read a result's typed parts (`Plan.details`, component ids): its JSON reads
+/// back with each kind's details in its own variant and the same component ids.
+#[test]
+fn every_fixture_result_reads_back_from_its_json() {
+    use vram_doctor::plan::Details;
+    for (name, text) in FIXTURES {
+        let (w, r) = load(text);
+        let json = serde_json::to_string(&r).unwrap();
+        let back: PlanResult =
+            serde_json::from_str(&json).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let kind_matches = matches!(
+            (&w, &back.plan.details),
+            (AnyWorkload::Llm(_), Details::Llm)
+                | (AnyWorkload::Diffusion(_), Details::Diffusion(_))
+                | (AnyWorkload::Game(_), Details::Game(_))
+        );
+        assert!(
+            kind_matches,
+            "{name}: details read back as {:?}",
+            back.plan.details
+        );
+        let ids = |r: &PlanResult| r.components.iter().map(|c| c.id).collect::<Vec<_>>();
+        assert_eq!(ids(&back), ids(&r), "{name}");
+    }
+}

@@ -15,7 +15,7 @@
 //! plan          resolve, import, speed, memory, catalog, types
 //! export        plan, resolve, import, speed, memory, catalog, types
 //! accuracy      plan, resolve, import, speed, memory, catalog, types
-//! telemetry     leaf helpers
+//! telemetry     types, leaf helpers             (its alerts are types::message sentences)
 //! doctor        telemetry, types, leaf helpers  (reads the monitor's latest reading; ComfyUI's memory mode)
 //! watch         doctor, telemetry, leaf helpers
 //! cli           every domain module, never ui
@@ -77,7 +77,7 @@ fn allowed(module: &str) -> Option<Vec<&'static str>> {
         "accuracy" => &[
             "plan", "resolve", "import", "speed", "memory", "catalog", "types",
         ],
-        "telemetry" => &[],
+        "telemetry" => &["types"],
         "doctor" => &["telemetry", "types"],
         "watch" => &["doctor", "telemetry"],
         "cli" => DOMAIN,

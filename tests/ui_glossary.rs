@@ -194,7 +194,7 @@ fn every_bar_segment_explains_its_part() {
         let mut h = planner_on(toml, Lang::English);
         let (_, result) = h.state_mut().state.planner.plan_result().unwrap();
         for c in result.breakdown().components {
-            let Some(entry) = g.part_entry(&c.id, &c.label) else {
+            let Some(entry) = g.part_entry(c.id, &c.label) else {
                 missing.insert(format!("{} ({:?})", c.id, c.label));
                 continue;
             };
@@ -250,13 +250,15 @@ fn every_entry_has_both_languages() {
     let texts = g
         .control
         .iter()
-        .map(|c| (&c.labels[0], &c.text))
-        .chain(g.choice.iter().map(|c| (&c.values[0], &c.text)))
-        .chain(
-            g.part
-                .iter()
-                .map(|p| (p.ids.first().or(p.labels.first()).unwrap(), &p.text)),
-        );
+        .map(|c| (c.labels[0].as_str(), &c.text))
+        .chain(g.choice.iter().map(|c| (c.values[0].as_str(), &c.text)))
+        .chain(g.part.iter().map(|p| {
+            let id = p.ids.first().map(|i| i.as_str());
+            (
+                id.or(p.labels.first().map(String::as_str)).unwrap(),
+                &p.text,
+            )
+        }));
     for (term, t) in texts {
         assert!(!t.en.trim().is_empty(), "{term}: no English");
         assert!(

@@ -411,8 +411,9 @@ fn no_chinese_entry_is_stale() {
     );
 }
 
-/// Labels the estimators give a breakdown's parts: the second literal of `.add("id", "Label", …)`
-/// and of `=> ("id", "Label")` match arms, outside test modules, in `src/memory/` and `src/plan/`.
+/// Labels the estimators give a breakdown's parts: the literal after the id in
+/// `.add(ComponentId::X, "Label", …)` and in `=> (ComponentId::X, "Label")` match arms, outside
+/// test modules, in `src/memory/` and `src/plan/`.
 fn breakdown_labels() -> BTreeSet<String> {
     let mut files = Vec::new();
     rust_files(&root().join("src/memory"), &mut files);
@@ -422,12 +423,14 @@ fn breakdown_labels() -> BTreeSet<String> {
         let src = std::fs::read_to_string(&f).unwrap();
         let code = src.split("#[cfg(test)]").next().unwrap_or_default();
         let t = tokens(code);
-        for w in t.windows(6) {
+        for w in t.windows(8) {
             let opener = matches!(&w[0], Tok::Ident(n) if n == "add") && w[1] == Tok::Punct('(')
                 || w[0] == Tok::Punct('>') && w[1] == Tok::Punct('(');
-            if let (true, Tok::Str(_), Tok::Punct(','), Tok::Str(label)) =
-                (opener, &w[2], &w[3], &w[4])
-            {
+            let id = matches!(&w[2], Tok::Ident(n) if n == "ComponentId")
+                && w[3] == Tok::Punct(':')
+                && w[4] == Tok::Punct(':')
+                && matches!(w[5], Tok::Ident(_));
+            if let (true, true, Tok::Punct(','), Tok::Str(label)) = (opener, id, &w[6], &w[7]) {
                 out.insert(label.clone());
             }
         }

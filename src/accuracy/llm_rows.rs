@@ -4,7 +4,7 @@
 //! the mapping below reads them and picks the matching figure.
 
 use super::{Case, Figure};
-use crate::memory::WorkloadFile;
+use crate::memory::{ComponentId, WorkloadFile};
 use crate::types::arch::Mlp;
 use crate::types::options::*;
 use serde_json::Value;
@@ -108,7 +108,7 @@ pub(super) fn case(row: &Value) -> Result<Case, String> {
         f.run.seq = Some(1);
         return Ok(Case {
             workload: f,
-            figure: Figure::Components(vec!["cuda_context"]),
+            figure: Figure::Components(vec![ComponentId::CudaContext]),
         });
     }
     model_section(&mut f, row)?;
@@ -119,9 +119,9 @@ pub(super) fn case(row: &Value) -> Result<Case, String> {
             r.weights = Some(s(row, "dtype").to_string());
             r.seq = Some(1);
             if metric.contains("nvidia-smi") {
-                Figure::Components(vec!["weights", "cuda_context"])
+                Figure::Components(vec![ComponentId::Weights, ComponentId::CudaContext])
             } else {
-                Figure::Components(vec!["weights"])
+                Figure::Components(vec![ComponentId::Weights])
             }
         }
         "llm_inference" if mode == "inference_server" => {
@@ -133,9 +133,9 @@ pub(super) fn case(row: &Value) -> Result<Case, String> {
                 f.gpu.count = Some(tp as u32);
             }
             if metric.contains("activation") {
-                Figure::Components(vec!["activations"])
+                Figure::Components(vec![ComponentId::Activations])
             } else {
-                Figure::Components(vec!["weights"])
+                Figure::Components(vec![ComponentId::Weights])
             }
         }
         "llm_inference" if mode.contains("AutoAWQ") => {

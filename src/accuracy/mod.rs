@@ -14,7 +14,7 @@ pub mod speed_rows;
 
 pub use report::{KindStats, Report, RowResult};
 
-use crate::memory::{self, Breakdown, WorkloadFile};
+use crate::memory::{self, Breakdown, ComponentId, WorkloadFile};
 use serde_json::Value;
 use std::path::Path;
 
@@ -28,7 +28,7 @@ pub enum Figure {
     /// nvidia-smi's per-process figure.
     Process,
     /// The sum of some components (a llama.cpp buffer line, a vLLM log line).
-    Components(Vec<&'static str>),
+    Components(Vec<ComponentId>),
 }
 
 impl Figure {
@@ -37,7 +37,7 @@ impl Figure {
             Figure::Tensors => b.peak.tensors_bytes,
             Figure::Reserved => b.peak.reserved_bytes,
             Figure::Process => b.peak.process_bytes,
-            Figure::Components(ids) => ids.iter().map(|id| b.get(id)).sum(),
+            Figure::Components(ids) => ids.iter().map(|id| b.get(*id)).sum(),
         }
     }
 
@@ -46,7 +46,10 @@ impl Figure {
             Figure::Tensors => "tensors".into(),
             Figure::Reserved => "reserved".into(),
             Figure::Process => "process".into(),
-            Figure::Components(ids) => ids.join("+"),
+            Figure::Components(ids) => {
+                let names: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
+                names.join("+")
+            }
         }
     }
 }

@@ -295,7 +295,7 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
                 eprintln!(
                     "alert: {}: {}",
                     printable(&al.gpu_name),
-                    printable(&al.message)
+                    printable(&al.message.to_string())
                 );
             }
         }
@@ -579,7 +579,7 @@ pub fn render(s: &Snapshot, interval: f64, alerts: &[Alert], plan: Option<&Plann
             "ALERT {} {}: {}\n",
             clock(a.time_ms),
             printable(&a.gpu_name),
-            printable(&a.message)
+            printable(&a.message.to_string())
         ));
     }
     t

@@ -4,7 +4,7 @@ use super::CliError;
 use super::out::{out, outln};
 use crate::memory::any::AnyWorkload;
 use crate::memory::{Workload, WorkloadFile};
-use crate::plan::{PlanResult, plan_any};
+use crate::plan::{Details, PlanResult, plan_any};
 use crate::resolve::resolve_any;
 use crate::types::options::*;
 use crate::units::human;
@@ -507,12 +507,7 @@ pub fn render(title: &str, r: &PlanResult) -> String {
         );
     }
     let _ = writeln!(s);
-    let peaks: &[(&str, u64, &str)] = if r
-        .plan
-        .details
-        .as_ref()
-        .is_some_and(|d| d.get("verdict").is_some())
-    {
+    let peaks: &[(&str, u64, &str)] = if matches!(r.plan.details, Details::Game(_)) {
         // A game: no torch allocator, one figure.
         &[("Peak use", r.peak.process_bytes, "")]
     } else {
@@ -597,12 +592,10 @@ pub fn render(title: &str, r: &PlanResult) -> String {
     }
     let _ = writeln!(s, "Why: {}", p.why);
     // A ComfyUI plan names the memory mode it assumes (plan::diffusion `comfyui_memory`).
-    if let Some(why) = p
-        .details
-        .as_ref()
-        .and_then(|d| d.get("comfyui_memory"))
-        .and_then(|m| m.get("why"))
-        .and_then(serde_json::Value::as_str)
+    let diffusion = p.details.diffusion();
+    if let Some(why) = diffusion
+        .and_then(|d| d.comfyui_memory.as_ref())
+        .map(|m| &m.why)
     {
         let _ = writeln!(s, "Assumes: ComfyUI with {why}");
     }
@@ -613,16 +606,8 @@ pub fn render(title: &str, r: &PlanResult) -> String {
     if let Some(q) = p.max_seq {
         limits.push(format!("longest sequence {q} tokens"));
     }
-    let size = |k: &str| {
-        p.details
-            .as_ref()
-            .and_then(|d| d.get(k))
-            .and_then(serde_json::Value::as_u64)
-    };
-    if let (Some(w), Some(h)) = (size("max_width"), size("max_height"))
-        && w > 0
-    {
-        limits.push(format!("largest image {w}×{h}"));
+    if let Some(d) = diffusion.filter(|d| d.max_width > 0) {
+        limits.push(format!("largest image {}×{}", d.max_width, d.max_height));
     }
     if !limits.is_empty() {
         let _ = writeln!(s, "What fits as it stands: {}", limits.join("; "));

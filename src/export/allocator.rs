@@ -4,12 +4,13 @@
 //! Optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF"). The Windows builds do not support
 //! it, so `kinds_for_os` offers this export on Linux only.
 
+use crate::memory::ComponentId;
 use crate::memory::any::{AnyWorkload, estimate_any};
 use crate::units::human;
 
 /// Advice for the planned workload, with the allocator slack its estimate counts.
 pub fn render(planned: &AnyWorkload) -> String {
-    let slack = estimate_any(planned).get("allocator_overhead");
+    let slack = estimate_any(planned).get(ComponentId::AllocatorOverhead);
     format!(
         "# PyTorch caching allocator (Linux, PyTorch 2.1 or newer).\n\
          # With the plan applied, {} sits between reserved and allocated memory at the peak; expandable\n\

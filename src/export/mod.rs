@@ -24,7 +24,6 @@ pub mod workload_file;
 use crate::catalog::Catalog;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
-use crate::plan::diffusion::DiffusionPlan;
 use crate::plan::{PlanResult, Strategy};
 use crate::types::dtype::WeightFormat;
 use crate::types::options::{Engine, Task, choice};
@@ -380,12 +379,12 @@ pub fn planned(w: &AnyWorkload, r: &PlanResult) -> AnyWorkload {
 
 fn planned_diffusion(d: &DiffusionWorkload, r: &PlanResult) -> DiffusionWorkload {
     let mut p = d.clone();
-    let plan = r
+    for s in r
         .plan
         .details
-        .clone()
-        .and_then(|v| serde_json::from_value::<DiffusionPlan>(v).ok());
-    for s in plan.map(|p| p.strategies).unwrap_or_default() {
+        .diffusion()
+        .map_or(&[][..], |d| &d.strategies)
+    {
         s.apply(&mut p);
     }
     p

@@ -2,6 +2,7 @@
 //! every export that applies) and JSON for programs (the same, as data).
 
 use super::{ExportKind, Os, kinds_for_os, render_for};
+use crate::memory::ComponentId;
 use crate::memory::any::{AnyWorkload, estimate_any};
 use crate::plan::PlanResult;
 use crate::units::human;
@@ -320,13 +321,13 @@ pub fn markdown(given: &AnyWorkload, planned: &AnyWorkload, r: &PlanResult, os: 
     let _ = writeln!(s, "| Part | Given | Planned |\n|---|---:|---:|");
     // The plan's own breakdown next to the given one; parts only one side has show as "—".
     let after = estimate_any(planned);
-    let mut rows: Vec<(&str, &str)> = Vec::new();
+    let mut rows: Vec<(ComponentId, &str)> = Vec::new();
     for c in r.components.iter().chain(&after.components) {
         if !rows.iter().any(|(id, _)| *id == c.id) {
-            rows.push((&c.id, &c.label));
+            rows.push((c.id, &c.label));
         }
     }
-    let cell = |cs: &[crate::memory::Component], id: &str| {
+    let cell = |cs: &[crate::memory::Component], id: ComponentId| {
         cs.iter()
             .find(|c| c.id == id)
             .map_or("—".to_string(), |c| human(c.bytes))

@@ -1,7 +1,41 @@
 //! The result of an estimate: named components and the three peak figures users can measure.
 
 use crate::types::message::Message;
-use serde::{Deserialize, Serialize};
+use crate::types::options::choice;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+choice!(
+    /// What a component is: the standard ids of `DESIGN.md` ("Standard component ids") and the
+    /// ones a workload kind adds, written as these strings in `plan --json`.
+    ComponentId, "components.id" {
+        Weights = "weights",
+        Gradients = "gradients",
+        OptimizerStates = "optimizer_states",
+        Activations = "activations",
+        Logits = "logits",
+        KvCache = "kv_cache",
+        Workspace = "workspace",
+        Adapters = "adapters",
+        FusedQkv = "fused_qkv",
+        TextEncoders = "text_encoders",
+        VaeWeights = "vae_weights",
+        VaeDecode = "vae_decode",
+        Textures = "textures",
+        RenderTargets = "render_targets",
+        RayTracing = "ray_tracing",
+        FrameGeneration = "frame_generation",
+        Upscaler = "upscaler",
+        Other = "other",
+        CudaContext = "cuda_context",
+        AllocatorOverhead = "allocator_overhead",
+        ReservedVram = "reserved_vram",
+        VramHeadroom = "vram_headroom",
+        OsReserve = "os_reserve",
+        OtherProcesses = "other_processes",
+    }
+);
 
 /// Where a component's bytes show up, which decides which measured figure it belongs to
 /// (`DESIGN.md`, "compare like with like").
@@ -21,8 +55,7 @@ pub enum Layer {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Component {
-    /// A standard id (`weights`, `kv_cache`, …; see `DESIGN.md`).
-    pub id: String,
+    pub id: ComponentId,
     pub label: String,
     pub bytes: u64,
     #[serde(skip)]
@@ -57,7 +90,7 @@ impl Breakdown {
     }
 
     /// Adds a component (zero-byte ones are kept out of the list) and updates the peaks.
-    pub fn add(&mut self, id: &str, label: &str, bytes: f64, layer: Layer) {
+    pub fn add(&mut self, id: ComponentId, label: &str, bytes: f64, layer: Layer) {
         let bytes = if bytes.is_finite() && bytes > 0.0 {
             bytes.round().min(u64::MAX as f64) as u64
         } else {
@@ -67,7 +100,7 @@ impl Breakdown {
             return;
         }
         self.components.push(Component {
-            id: id.into(),
+            id,
             label: label.into(),
             bytes,
             layer: Some(layer),
@@ -98,7 +131,7 @@ impl Breakdown {
     }
 
     /// Bytes of one component, zero when absent.
-    pub fn get(&self, id: &str) -> u64 {
+    pub fn get(&self, id: ComponentId) -> u64 {
         self.components
             .iter()
             .filter(|c| c.id == id)
@@ -139,11 +172,26 @@ mod tests {
     #[test]
     fn peaks_stack_by_layer() {
         let mut b = Breakdown::new(1000);
-        b.add("weights", "Model weights", 500.0, Layer::Tensor);
-        b.add("allocator_overhead", "Allocator", 50.0, Layer::Allocator);
-        b.add("cuda_context", "CUDA context", 300.0, Layer::Process);
-        b.add("other_processes", "Other programs", 100.0, Layer::External);
-        b.add("logits", "Logits", -5.0, Layer::Tensor);
+        b.add(ComponentId::Weights, "Model weights", 500.0, Layer::Tensor);
+        b.add(
+            ComponentId::AllocatorOverhead,
+            "Allocator",
+            50.0,
+            Layer::Allocator,
+        );
+        b.add(
+            ComponentId::CudaContext,
+            "CUDA context",
+            300.0,
+            Layer::Process,
+        );
+        b.add(
+            ComponentId::OtherProcesses,
+            "Other programs",
+            100.0,
+            Layer::External,
+        );
+        b.add(ComponentId::Logits, "Logits", -5.0, Layer::Tensor);
         assert_eq!(
             b.peak,
             Peak {

@@ -1,7 +1,7 @@
 //! LLM inference: weights, KV cache, and the transient buffers of one forward pass, per engine.
 
 use super::activations::inference_peak;
-use super::breakdown::{Breakdown, Layer};
+use super::breakdown::{Breakdown, ComponentId, Layer};
 use super::kv_cache::{kv_cache_bytes, state_bytes};
 use super::overhead;
 use super::placement;
@@ -29,7 +29,12 @@ pub fn estimate(w: &Workload) -> Breakdown {
         return b;
     }
     let wb = w.weight_bytes();
-    b.add("weights", "Model weights", wb.gpu / n, Layer::Tensor);
+    b.add(
+        ComponentId::Weights,
+        "Model weights",
+        wb.gpu / n,
+        Layer::Tensor,
+    );
     // AutoAWQ's fused layers keep a rolling cache of `max_seq_len` tokens (2048 by default in
     // `from_quantized`; `WindowedCache` rolls once a sequence passes it).
     let cached = if r.engine == Engine::AutoAwq {
@@ -52,17 +57,22 @@ pub fn estimate(w: &Workload) -> Breakdown {
 /// only (`logits_to_keep`); AutoAWQ's benchmark (transformers 4.35) computes them for the whole
 /// prompt and upcasts with `.float()` (2 + 4 bytes per entry).
 fn torch(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, weights: f64) {
-    b.add("kv_cache", "KV cache", kv, Layer::Tensor);
+    b.add(ComponentId::KvCache, "KV cache", kv, Layer::Tensor);
     let batch = f64::from(r.batch);
     let act = inference_peak(a, batch, f64::from(r.prompt), r.attention) / n;
-    b.add("activations", "Activations (prefill)", act, Layer::Tensor);
+    b.add(
+        ComponentId::Activations,
+        "Activations (prefill)",
+        act,
+        Layer::Tensor,
+    );
     let logit_tokens = if r.engine == Engine::AutoAwq {
         batch * f64::from(r.prompt)
     } else {
         batch
     };
     let logits = logit_tokens * f64::from(a.vocab) * 6.0 / n;
-    b.add("logits", "Logits", logits, Layer::Tensor);
+    b.add(ComponentId::Logits, "Logits", logits, Layer::Tensor);
     if r.engine == Engine::AutoAwq {
         // AutoAWQ's `fuse_layers` builds one QKV layer by concatenating the q, k and v packed
         // weights (`awq/modules/fused`, `fuse_qkv`: torch.cat of qweight/qzeros/scales), while the
@@ -72,7 +82,7 @@ fn torch(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, weights: f6
         let qkv = f64::from(a.layers) * f64::from(a.hidden) * (a.q_dim() + 2.0 * a.kv_dim());
         let per_param = weight_bytes(a, r.weights, r.engine).gpu / a.params.max(1.0);
         b.add(
-            "fused_qkv",
+            ComponentId::FusedQkv,
             "Fused QKV copy (AutoAWQ)",
             qkv * per_param / n,
             Layer::Tensor,
@@ -98,7 +108,7 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
         + 2.0 * VLLM_MAX_NUM_SEQS * f64::from(a.vocab) * 4.0)
         / n;
     b.add(
-        "activations",
+        ComponentId::Activations,
         "Activations (profile run)",
         act,
         Layer::Tensor,
@@ -108,19 +118,19 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
     // From the rounded components already added, so the parts add up to the budget exactly.
     let pool = budget - b.peak.tensors_bytes as f64 - non_torch;
     b.add(
-        "kv_cache",
+        ComponentId::KvCache,
         "KV cache pool (pre-allocated)",
         pool.max(needed_kv),
         Layer::Tensor,
     );
     b.add(
-        "workspace",
+        ComponentId::Workspace,
         "Non-torch memory (NCCL, cuBLAS)",
         non_torch,
         Layer::Process,
     );
     b.add(
-        "cuda_context",
+        ComponentId::CudaContext,
         "CUDA context and kernels",
         overhead::TORCH_CONTEXT_BYTES * 0.5,
         Layer::Process,
@@ -150,17 +160,27 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
 fn llama_cpp(b: &mut Breakdown, w: &Workload, n: f64) {
     let s = placement::split(w);
     let (gpu_compute, _) = placement::compute_buffers(w, &s);
-    b.add("weights", "Model weights", s.gpu_weights / n, Layer::Tensor);
+    b.add(
+        ComponentId::Weights,
+        "Model weights",
+        s.gpu_weights / n,
+        Layer::Tensor,
+    );
     let state = state_bytes(&w.model, w.run.batch, Engine::LlamaCpp);
     b.add(
-        "kv_cache",
+        ComponentId::KvCache,
         "KV cache",
         (s.gpu_kv + state) / n,
         Layer::Tensor,
     );
-    b.add("activations", "Compute buffer", gpu_compute, Layer::Tensor);
     b.add(
-        "cuda_context",
+        ComponentId::Activations,
+        "Compute buffer",
+        gpu_compute,
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::CudaContext,
         "CUDA context and kernels",
         overhead::GGML_CONTEXT_BYTES,
         Layer::Process,

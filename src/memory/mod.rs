@@ -19,7 +19,7 @@ pub use crate::types::arch::ModelArch;
 pub use crate::types::dtype::{KvDtype, WeightFormat};
 pub use crate::types::options::*;
 pub use crate::types::workload::{GpuTarget, Run, Workload, WorkloadFile};
-pub use breakdown::{Breakdown, Component, Layer, Peak};
+pub use breakdown::{Breakdown, Component, ComponentId, Layer, Peak};
 
 /// Estimates the per-GPU peak memory of an LLM workload.
 pub fn estimate(w: &Workload) -> Breakdown {
@@ -29,7 +29,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
     };
     b.warnings.extend(w.model_notes.iter().cloned());
     b.add(
-        "other_processes",
+        ComponentId::OtherProcesses,
         "Other programs on the GPU",
         w.run.other_processes_bytes as f64,
         Layer::External,

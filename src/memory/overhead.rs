@@ -1,7 +1,7 @@
 //! What a process holds beyond its tensors: the CUDA context with loaded kernels, library
 //! workspaces, and the caching allocator's slack.
 
-use super::breakdown::{Breakdown, Layer};
+use super::breakdown::{Breakdown, ComponentId, Layer};
 use crate::types::options::Engine;
 use crate::units::{GIB, MIB};
 
@@ -43,13 +43,13 @@ pub fn allocator_slack(persistent: f64, transient: f64) -> f64 {
 pub fn add_torch_overheads(b: &mut Breakdown, slack: f64, context: f64, other: u64) {
     let left = b.capacity_bytes as f64 - b.peak.tensors_bytes as f64 - context - other as f64;
     b.add(
-        "allocator_overhead",
+        ComponentId::AllocatorOverhead,
         "Allocator cache and fragmentation",
         slack.min(left.max(0.0)),
         Layer::Allocator,
     );
     b.add(
-        "cuda_context",
+        ComponentId::CudaContext,
         "CUDA context and kernels",
         context,
         Layer::Process,
@@ -63,14 +63,17 @@ mod tests {
     #[test]
     fn slack_is_capped_by_the_card() {
         let mut b = Breakdown::new(10 * 1024);
-        b.add("weights", "w", 8000.0, Layer::Tensor);
+        b.add(ComponentId::Weights, "w", 8000.0, Layer::Tensor);
         add_torch_overheads(&mut b, 5000.0, 1000.0, 200);
-        assert_eq!(b.get("allocator_overhead"), 10 * 1024 - 8000 - 1000 - 200);
+        assert_eq!(
+            b.get(ComponentId::AllocatorOverhead),
+            10 * 1024 - 8000 - 1000 - 200
+        );
         assert!(b.fits());
         let mut tight = Breakdown::new(1000);
-        tight.add("weights", "w", 1500.0, Layer::Tensor);
+        tight.add(ComponentId::Weights, "w", 1500.0, Layer::Tensor);
         add_torch_overheads(&mut tight, 100.0, 10.0, 0);
-        assert_eq!(tight.get("allocator_overhead"), 0);
+        assert_eq!(tight.get(ComponentId::AllocatorOverhead), 0);
         assert!(!tight.fits());
     }
 }

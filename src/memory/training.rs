@@ -19,7 +19,7 @@
 //! and its step's temporaries exist at a time, during backward.
 
 use super::activations::{StepDtypes, Trained, training_activations};
-use super::breakdown::{Breakdown, Layer};
+use super::breakdown::{Breakdown, ComponentId, Layer};
 use super::lora::lora_params;
 use super::optimizer::{state_bytes, step_temp_bytes};
 use super::overhead;
@@ -190,24 +190,34 @@ pub fn estimate(w: &Workload) -> Breakdown {
     } else {
         (grads, 0.0, 0.0, temp)
     };
-    b.add("weights", "Model weights", weights, Layer::Tensor);
     b.add(
-        "adapters",
+        ComponentId::Weights,
+        "Model weights",
+        weights,
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::Adapters,
         "LoRA adapters (weights, grads, optimizer)",
         adapters,
         Layer::Tensor,
     );
-    b.add("gradients", "Gradients", grads, Layer::Tensor);
+    b.add(ComponentId::Gradients, "Gradients", grads, Layer::Tensor);
     b.add(
-        "optimizer_states",
+        ComponentId::OptimizerStates,
         "Optimizer states",
         states,
         Layer::Tensor,
     );
-    b.add("activations", "Activations", acts, Layer::Tensor);
-    b.add("logits", "Logits and loss", logits, Layer::Tensor);
+    b.add(ComponentId::Activations, "Activations", acts, Layer::Tensor);
     b.add(
-        "workspace",
+        ComponentId::Logits,
+        "Logits and loss",
+        logits,
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::Workspace,
         "Optimizer step temporaries",
         temp,
         Layer::Tensor,
@@ -334,10 +344,10 @@ mod tests {
         // foreach AdamW's `_foreach_sqrt` temporary (4).
         let b = est("precision = \"bf16-mixed\"\nseq = 16\n");
         let p = 8_030_261_248.0;
-        let states = (b.get("weights")
-            + b.get("gradients")
-            + b.get("optimizer_states")
-            + b.get("workspace")) as f64;
+        let states = (b.get(ComponentId::Weights)
+            + b.get(ComponentId::Gradients)
+            + b.get(ComponentId::OptimizerStates)
+            + b.get(ComponentId::Workspace)) as f64;
         assert!((states - 20.0 * p).abs() < 16.0, "{states}");
     }
 
@@ -353,10 +363,10 @@ mod tests {
         let p = 8_030_261_248.0;
         let largest = crate::types::arch::tests::llama31_8b().largest_param_elements();
         assert_eq!(largest, 128_256.0 * 4096.0);
-        assert!((run("foreach").get("workspace") as f64 - 4.0 * p).abs() < 16.0);
-        assert_eq!(run("fused").get("workspace"), 0);
+        assert!((run("foreach").get(ComponentId::Workspace) as f64 - 4.0 * p).abs() < 16.0);
+        assert_eq!(run("fused").get(ComponentId::Workspace), 0);
         let looped = run("for-loop");
-        assert!((looped.get("workspace") as f64 - 8.0 * largest).abs() < 16.0);
+        assert!((looped.get(ComponentId::Workspace) as f64 - 8.0 * largest).abs() < 16.0);
         assert!(looped.peak.tensors_bytes < run("foreach").peak.tensors_bytes);
     }
 
@@ -367,9 +377,12 @@ mod tests {
         let largest = crate::types::arch::tests::llama31_8b().largest_param_elements();
         // At most one fp32 gradient and its own foreach temporary, during backward (here the
         // end of the forward, with autocast's weight copies, is the peak).
-        assert!(b.get("gradients") as f64 <= 4.0 * largest + 16.0);
-        assert!(b.get("workspace") as f64 <= 4.0 * largest + 16.0);
-        assert_eq!(b.get("optimizer_states"), all.get("optimizer_states"));
+        assert!(b.get(ComponentId::Gradients) as f64 <= 4.0 * largest + 16.0);
+        assert!(b.get(ComponentId::Workspace) as f64 <= 4.0 * largest + 16.0);
+        assert_eq!(
+            b.get(ComponentId::OptimizerStates),
+            all.get(ComponentId::OptimizerStates)
+        );
         assert!(b.peak.tensors_bytes + (7 << 30) < all.peak.tensors_bytes);
     }
 
@@ -384,7 +397,7 @@ mod tests {
         let z3 = estimate(&w);
         // ZeRO paper: (2 + 2 + 12)Ψ / N_d, plus the gathered layer.
         let p = 8_030_261_248.0;
-        let states = (z3.get("gradients") + z3.get("optimizer_states")) as f64;
+        let states = (z3.get(ComponentId::Gradients) + z3.get(ComponentId::OptimizerStates)) as f64;
         assert!((states - 14.0 * p / 8.0).abs() < 16.0);
         assert!(z3.peak.tensors_bytes < one.peak.tensors_bytes / 4);
     }
@@ -396,9 +409,12 @@ mod tests {
         );
         let f =
             est("method = \"full\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n");
-        assert!(q.get("weights") as f64 > 5.0 * GIB && (q.get("weights") as f64) < 9.0 * GIB);
+        assert!(
+            q.get(ComponentId::Weights) as f64 > 5.0 * GIB
+                && (q.get(ComponentId::Weights) as f64) < 9.0 * GIB
+        );
         assert!(q.peak.tensors_bytes * 4 < f.peak.tensors_bytes);
-        assert!(q.get("adapters") > 0);
+        assert!(q.get(ComponentId::Adapters) > 0);
     }
 
     #[test]
@@ -411,21 +427,21 @@ mod tests {
         let a = crate::types::arch::tests::llama31_8b();
         let head = a.lm_head_params().max(a.embedding_params());
         let copies = 2.0 * (a.params - a.embedding_params() - a.lm_head_params());
-        let acts = b.get("activations") as f64;
+        let acts = b.get(ComponentId::Activations) as f64;
         assert!(
             acts > copies && acts < copies + 2.0 * GIB,
             "{acts} {copies}"
         );
         assert_eq!(
-            b.get("logits") as f64,
+            b.get(ComponentId::Logits) as f64,
             1024.0 * 128_256.0 * FORWARD_END_LOGITS_BYTES_PER_VOCAB_TOKEN + 2.0 * head
         );
-        assert!(b.get("gradients") > 0);
+        assert!(b.get(ComponentId::Gradients) > 0);
         // Without autocast (pure bf16) nothing is cached.
         let pure = est(
             "precision = \"bf16\"\noptimizer = \"adafactor\"\ncheckpointing = \"full\"\ngrad_accum = 4\nseq = 1024\n",
         );
-        assert!((pure.get("activations") as f64) < copies / 4.0);
+        assert!((pure.get(ComponentId::Activations) as f64) < copies / 4.0);
     }
 
     #[test]
@@ -434,7 +450,7 @@ mod tests {
             "method = \"lora\"\nseq = 1024\nbatch = 2\nattention = \"flash\"\ncheckpointing = \"full\"\n",
         );
         assert_eq!(
-            b.get("logits") as f64,
+            b.get(ComponentId::Logits) as f64,
             2048.0 * 128_256.0 * LOGITS_BYTES_PER_VOCAB_TOKEN
         );
     }

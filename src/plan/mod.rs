@@ -36,9 +36,9 @@ pub struct Plan {
     pub why: Sentences,
     /// The strategies as data, for the GUI and exports (LLM workloads).
     pub changes: Vec<Strategy>,
-    /// The task's own plan in full: a `DiffusionPlan` or `GameAdvice` as JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<serde_json::Value>,
+    /// The task's own plan in full (none for LLM workloads, whose plan is the fields above).
+    #[serde(default, skip_serializing_if = "Details::is_llm")]
+    pub details: Details,
     /// Where llama.cpp puts the planned run (DESIGN.md `placement`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<crate::memory::placement::Placement>,
@@ -48,6 +48,44 @@ pub struct Plan {
     /// The options compared, each with memory and speed (llama.cpp runs that do not fit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<options::PlanOption>,
+}
+
+/// The task's own plan, by workload kind. In JSON it is the plan's object as it stands (no
+/// tag; the kind is told by its fields), with its keys sorted as a `serde_json` map sorts them:
+/// the `details` object `plan --json` has always printed.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Details {
+    /// An LLM plan: everything is in `Plan` itself.
+    #[default]
+    Llm,
+    Diffusion(Box<diffusion::DiffusionPlan>),
+    Game(Box<game::GameAdvice>),
+}
+
+impl Details {
+    pub fn is_llm(&self) -> bool {
+        matches!(self, Details::Llm)
+    }
+
+    /// The diffusion plan, for diffusion workloads.
+    pub fn diffusion(&self) -> Option<&diffusion::DiffusionPlan> {
+        match self {
+            Details::Diffusion(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Details {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = match self {
+            Details::Llm => return s.serialize_none(),
+            Details::Diffusion(p) => serde_json::to_value(p),
+            Details::Game(a) => serde_json::to_value(a),
+        };
+        v.map_err(serde::ser::Error::custom)?.serialize(s)
+    }
 }
 
 /// The quality note of a plan whose riskiest change is `worst`.
@@ -200,7 +238,7 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                 max_seq: None,
                 why: p.why.clone(),
                 changes: Vec::new(),
-                details: serde_json::to_value(&p).ok(),
+                details: Details::Diffusion(Box::new(p.clone())),
                 speed: Some(crate::speed::diffusion::speed(&diffusion::planned(
                     d,
                     &p.strategies,
@@ -255,7 +293,7 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
                     }
                 }),
                 changes: Vec::new(),
-                details: serde_json::to_value(&a).ok(),
+                details: Details::Game(Box::new(a.clone())),
                 ..Default::default()
             };
             result(memory::any::estimate_any(w), v, plan)

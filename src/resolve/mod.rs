@@ -503,6 +503,7 @@ impl RunSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::ComponentId;
 
     fn run(text: &str) -> Result<crate::memory::Breakdown, String> {
         let f = WorkloadFile::parse(text, "w.toml")?;
@@ -516,11 +517,11 @@ mod tests {
     #[test]
     fn dispatches_on_the_task() {
         let d = run("[gpu]\nvram_gib = 12\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\nwidth = 1024\nheight = 1024\n").unwrap();
-        assert!(d.get("text_encoders") > 0 || d.get("vae_decode") > 0);
+        assert!(d.get(ComponentId::TextEncoders) > 0 || d.get(ComponentId::VaeDecode) > 0);
         let g = run("[gpu]\nvram_gib = 8\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"2560x1440\"\ntexture_quality = \"ultra\"\n").unwrap();
-        assert!(g.get("textures") > 0 && g.get("render_targets") > 0);
+        assert!(g.get(ComponentId::Textures) > 0 && g.get(ComponentId::RenderTargets) > 0);
         let l = run("[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.1-8b\"\n").unwrap();
-        assert!(l.get("kv_cache") > 0);
+        assert!(l.get(ComponentId::KvCache) > 0);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use super::history::{GpuHistory, History, Point};
 use super::sample::{GpuSample, GpuStatus, Snapshot};
+use crate::types::message::Message;
 use crate::units::human;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
@@ -40,10 +41,10 @@ pub struct Alert {
     pub gpu_name: String,
     pub kind: AlertKind,
     pub severity: Severity,
-    /// What is happening and what to do, in plain words.
-    pub message: String,
+    /// What is happening and what to do, in plain words (stored as its English text).
+    pub message: Message,
     /// The numbers that led to it.
-    pub evidence: Vec<String>,
+    pub evidence: Vec<Message>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -177,7 +178,7 @@ impl Detectors {
             let key = g.key();
             let Some(h) = history.gpu(&key) else { continue };
             let st = self.state.entry(key.clone()).or_default();
-            let mut emit = |kind, severity, message: String, evidence: Vec<String>| {
+            let mut emit = |kind, severity, message: Message, evidence: Vec<Message>| {
                 out.push(Alert {
                     time_ms: snap.time_ms,
                     gpu: key.clone(),
@@ -236,7 +237,7 @@ impl Detectors {
     }
 }
 
-type Emit<'a> = dyn FnMut(AlertKind, Severity, String, Vec<String>) + 'a;
+type Emit<'a> = dyn FnMut(AlertKind, Severity, Message, Vec<Message>) + 'a;
 
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
@@ -248,17 +249,14 @@ fn lost(st: &mut Armed, g: &GpuSample, emit: &mut Emit) {
         emit(
             AlertKind::GpuLost,
             Severity::Critical,
-            format!(
-                "{} stopped answering (fell off the bus or crashed). Save your work; a reboot is usually needed.",
-                g.name
-            ),
-            vec!["NVML: GPU is lost".into()],
+            Message::new("alert.lost").text("gpu", g.name.clone()),
+            vec![Message::new("alert.lost.evidence")],
         );
     } else if !now && st.lost {
         emit(
             AlertKind::GpuBack,
             Severity::Info,
-            format!("{} answers again.", g.name),
+            Message::new("alert.back").text("gpu", g.name.clone()),
             vec![],
         );
     }
@@ -274,16 +272,14 @@ fn near_capacity(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut 
         emit(
             AlertKind::NearCapacity,
             Severity::Warning,
-            format!(
-                "GPU memory is {} full ({} free). The next allocation may fail with \"CUDA out of memory\"; lower the batch size, resolution or context, or close other programs.",
-                pct(fill),
-                human(free)
-            ),
-            vec![format!(
-                "used+reserved {} of {}",
-                human(p.used.unwrap_or(0)),
-                human(p.total.unwrap_or(0))
-            )],
+            Message::new("alert.full")
+                .text("fill", pct(fill))
+                .bytes("free", free),
+            vec![
+                Message::new("alert.full.evidence")
+                    .bytes("used", p.used.unwrap_or(0))
+                    .bytes("total", p.total.unwrap_or(0)),
+            ],
         );
     } else if st.full && fill < c.full_leave {
         st.full = false;
@@ -378,16 +374,13 @@ impl Growth {
         self.rise() >= need && self.floor_rises()
     }
 
-    /// "floor of each quarter: 1.00 GiB → 2.00 GiB → …", for the evidence.
+    /// "1.00 GiB → 2.00 GiB → …": the floor of each quarter, for the evidence.
     pub fn floors_text(&self) -> String {
-        format!(
-            "floor of each quarter: {}",
-            self.floors
-                .iter()
-                .map(|f| human(*f))
-                .collect::<Vec<_>>()
-                .join(" → ")
-        )
+        self.floors
+            .iter()
+            .map(|f| human(*f))
+            .collect::<Vec<_>>()
+            .join(" → ")
     }
 }
 
@@ -413,31 +406,25 @@ fn growth(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
         let free = (total - last.used.unwrap_or(0) as f64).max(0.0);
         let minutes = free / slope / 60.0;
         // Name the process that grows, when one accounts for at least a quarter of the rise.
-        let grower = fastest_grower(st, pts[0].0)
-            .filter(|g| g.2 >= 0.25 * slope)
-            .map(|(pid, name, rate)| {
-                format!(
-                    " Growing: {} (pid {pid}), +{}/min.",
-                    name.as_deref().unwrap_or("?"),
-                    human((rate * 60.0) as u64)
-                )
-            })
-            .unwrap_or_default();
+        let grower = fastest_grower(st, pts[0].0).filter(|g| g.2 >= 0.25 * slope);
+        let message = match grower {
+            Some((pid, name, rate)) => Message::new("alert.growth.named")
+                .text("name", name.as_deref().unwrap_or("?"))
+                .int("pid", pid)
+                .bytes("grower_rate", (rate * 60.0) as u64),
+            None => Message::new("alert.growth"),
+        };
         emit(
             AlertKind::SteadyGrowth,
             Severity::Warning,
-            format!(
-                "Memory grows steadily by {}/min and does not come back down; at this rate the card is full in about {:.0} min. This looks like a leak: tensors kept alive across steps (a loss kept with its graph, a growing list or cache).{grower}",
-                human((slope * 60.0) as u64),
-                minutes
-            ),
+            message
+                .bytes("rate", (slope * 60.0) as u64)
+                .fixed("minutes", minutes, 0),
             vec![
-                format!(
-                    "Theil–Sen slope of the floor {}/s over {:.0} s",
-                    human(slope as u64),
-                    g.span_ms as f64 / 1000.0
-                ),
-                g.floors_text(),
+                Message::new("alert.growth.slope")
+                    .bytes("slope", slope as u64)
+                    .fixed("seconds", g.span_ms as f64 / 1000.0, 0),
+                Message::new("alert.growth.floors").text("floors", g.floors_text()),
             ],
         );
     } else if st.growth && (slope <= 0.0 || g.rise() < need / 2.0) {
@@ -482,30 +469,29 @@ fn spill(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emit) {
     let now = pinned && ((bus && slower) || shared_rise);
     if now && !st.spill {
         st.spill = true;
-        let mut evidence = vec![format!(
-            "memory at or above {} of the card for {} samples",
-            pct(c.spill_fill),
-            late.len()
-        )];
+        let mut evidence = vec![
+            Message::new("alert.spill.pinned")
+                .text("fill", pct(c.spill_fill))
+                .int("samples", late.len() as u64),
+        ];
         if bus && slower {
-            evidence.push(format!(
-                "PCIe {:.0} → {:.0} MB/s while utilization fell {:.0}% → {:.0}%",
-                pcie(early).unwrap_or(0.0) / 1000.0,
-                pcie(late).unwrap_or(0.0) / 1000.0,
-                util(early).unwrap_or(0.0),
-                util(late).unwrap_or(0.0)
-            ));
+            evidence.push(
+                Message::new("alert.spill.bus")
+                    .fixed("before", pcie(early).unwrap_or(0.0) / 1000.0, 0)
+                    .fixed("after", pcie(late).unwrap_or(0.0) / 1000.0, 0)
+                    .fixed("util_before", util(early).unwrap_or(0.0), 0)
+                    .fixed("util_after", util(late).unwrap_or(0.0), 0),
+            );
         }
         if shared_rise {
-            evidence.push(format!(
-                "shared memory grew to {}",
-                human(shared(late).unwrap_or(0))
-            ));
+            evidence.push(
+                Message::new("alert.spill.shared").bytes("shared", shared(late).unwrap_or(0)),
+            );
         }
         emit(
             AlertKind::LikelySpill,
             Severity::Warning,
-            "Likely spilling into shared system memory (a guess from the numbers, not a measurement): the card is full, and work moves over PCIe instead of running on the GPU, which makes everything many times slower. On Windows, set \"CUDA - Sysmem Fallback Policy\" to \"Prefer No Sysmem Fallback\" to get a clear out-of-memory error instead, or lower the memory use.".into(),
+            Message::new("alert.spill"),
             evidence,
         );
     } else if st.spill && !pinned {
@@ -541,17 +527,18 @@ fn others(c: &DetectorConfig, focus: Option<u32>, st: &mut Armed, g: &GpuSample,
         emit(
             AlertKind::OtherProcesses,
             Severity::Warning,
-            format!(
-                "Other programs hold {} ({}) of this GPU: {}. Close them to give your workload that memory.",
-                human(sum),
-                pct(share),
-                names.join(", ")
-            ),
-            vec![format!(
-                "{} other process(es); main process pid {}",
-                rest.len(),
-                g.main_process(focus).map_or("-".into(), |p| p.to_string())
-            )],
+            Message::new("alert.others")
+                .bytes("bytes", sum)
+                .text("share", pct(share))
+                .text("names", names.join(", ")),
+            vec![
+                Message::new("alert.others.evidence")
+                    .int("n", rest.len() as u64)
+                    .text(
+                        "main",
+                        g.main_process(focus).map_or("-".into(), |p| p.to_string()),
+                    ),
+            ],
         );
     } else if st.others && share < c.others_leave {
         st.others = false;
@@ -568,24 +555,21 @@ fn throttling(c: &DetectorConfig, st: &mut Armed, h: &GpuHistory, emit: &mut Emi
     }
     if !st.throttled && st.throttle_run >= c.throttle_samples {
         st.throttled = true;
-        let (why, fix) = if p.thermal_throttle {
-            ("too hot", "improve cooling or airflow, clean the fans")
+        let id = if p.thermal_throttle {
+            "alert.throttling.hot"
         } else {
-            (
-                "at its power limit",
-                "this is normal under full load; raise the power limit only if the card and PSU allow it",
-            )
+            "alert.throttling.power"
         };
         emit(
             AlertKind::Throttling,
             Severity::Info,
-            format!("The GPU slows itself down because it is {why}; {fix}."),
-            vec![format!(
-                "{} throttled samples in a row; {:.0} °C, {:.0} W",
-                st.throttle_run,
-                p.temp_c.unwrap_or(f32::NAN),
-                p.power_w.unwrap_or(f32::NAN)
-            )],
+            Message::new(id),
+            vec![
+                Message::new("alert.throttling.evidence")
+                    .int("samples", st.throttle_run)
+                    .fixed("temp", f64::from(p.temp_c.unwrap_or(f32::NAN)), 0)
+                    .fixed("power", f64::from(p.power_w.unwrap_or(f32::NAN)), 0),
+            ],
         );
     }
 }
@@ -641,7 +625,11 @@ mod tests {
             kinds(&a),
             vec![(1, AlertKind::NearCapacity), (5, AlertKind::NearCapacity)]
         );
-        assert!(a[0].1.message.contains("96% full"), "{}", a[0].1.message);
+        assert!(
+            a[0].1.message.to_string().contains("96% full"),
+            "{}",
+            a[0].1.message
+        );
     }
 
     #[test]
@@ -687,10 +675,15 @@ mod tests {
             *i >= 150 && *i <= 300,
             "fires once the window shows it: {i}"
         );
-        assert!(alert.message.contains("240 MiB/min"), "{}", alert.message);
+        assert!(
+            alert.message.to_string().contains("240 MiB/min"),
+            "{}",
+            alert.message
+        );
         assert!(
             alert
                 .message
+                .to_string()
                 .contains("Growing: python (pid 7), +240 MiB/min"),
             "{}",
             alert.message
@@ -739,7 +732,7 @@ mod tests {
             .filter(|(_, a)| a.kind == AlertKind::LikelySpill)
             .collect();
         assert_eq!(spill.len(), 1, "{a:?}");
-        assert!(spill[0].1.message.contains("guess"));
+        assert!(spill[0].1.message.to_string().contains("guess"));
         // Bus traffic and a slowdown with room left on the card is not a spill.
         let roomy = (0..40).map(|t| {
             if t < 20 {
@@ -791,12 +784,15 @@ mod tests {
             "once, not every sample"
         );
         assert!(
-            a[0].1.message.contains("chrome (pid 2, 3.00 GiB)"),
+            a[0].1
+                .message
+                .to_string()
+                .contains("chrome (pid 2, 3.00 GiB)"),
             "{}",
             a[0].1.message
         );
         assert!(
-            !a[0].1.message.contains("python"),
+            !a[0].1.message.to_string().contains("python"),
             "the main process is not 'other'"
         );
         let small = GpuSample {
@@ -815,7 +811,7 @@ mod tests {
         };
         let a = run(std::iter::repeat_n(hot, 10));
         assert_eq!(kinds(&a), vec![(4, AlertKind::Throttling)]);
-        assert!(a[0].1.message.contains("too hot"));
+        assert!(a[0].1.message.to_string().contains("too hot"));
         let lost = GpuSample {
             status: GpuStatus::Lost,
             memory: None,

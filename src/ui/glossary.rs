@@ -8,6 +8,7 @@
 //! lookup goes through the same translation table (`i18n::tr_in`).
 
 use super::i18n::{self, Lang};
+use crate::memory::ComponentId;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -58,9 +59,9 @@ pub struct Choice {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Part {
-    /// Standard component ids (`kv_cache` …).
+    /// Component ids (`kv_cache` …; an unknown one fails the glossary's parse).
     #[serde(default)]
-    pub ids: Vec<String>,
+    pub ids: Vec<ComponentId>,
     /// English labels of parts whose id another kind of part shares.
     #[serde(default)]
     pub labels: Vec<String>,
@@ -106,10 +107,9 @@ impl Glossary {
     }
 
     /// The entry of a memory part: by its English label first, then by its id.
-    pub fn part_entry(&self, id: &str, label_en: &str) -> Option<&Part> {
+    pub fn part_entry(&self, id: ComponentId, label_en: &str) -> Option<&Part> {
         let by = |f: &dyn Fn(&Part) -> bool| self.part.iter().find(|p| f(p));
-        by(&|p| p.labels.iter().any(|l| l == label_en))
-            .or_else(|| by(&|p| p.ids.iter().any(|i| i == id)))
+        by(&|p| p.labels.iter().any(|l| l == label_en)).or_else(|| by(&|p| p.ids.contains(&id)))
     }
 }
 
@@ -151,7 +151,7 @@ pub fn choice(shown: &str, value: &str) -> Option<&'static str> {
 }
 
 /// What a memory part (`id`, English `label`) holds, in the current language.
-pub fn part(id: &str, label_en: &str) -> Option<&'static str> {
+pub fn part(id: ComponentId, label_en: &str) -> Option<&'static str> {
     Some(
         Glossary::get()
             .part_entry(id, label_en)?
@@ -169,14 +169,18 @@ mod tests {
         let g = Glossary::parse(TERMS).unwrap_or_else(|e| panic!("{e}"));
         assert!(g.control_entry("ZeRO stage").is_some());
         assert!(g.choice_entry("Precision", "bf16-mixed").is_some());
-        assert!(g.part_entry("kv_cache", "KV cache").is_some());
+        assert!(g.part_entry(ComponentId::KvCache, "KV cache").is_some());
     }
 
     #[test]
     fn a_part_label_entry_wins_over_its_id() {
         let g = Glossary::parse(TERMS).unwrap();
-        let buffer = g.part_entry("activations", "Compute buffer").unwrap();
-        let plain = g.part_entry("activations", "Activations").unwrap();
+        let buffer = g
+            .part_entry(ComponentId::Activations, "Compute buffer")
+            .unwrap();
+        let plain = g
+            .part_entry(ComponentId::Activations, "Activations")
+            .unwrap();
         assert!(buffer.text.en.contains("llama.cpp"), "{}", buffer.text.en);
         assert_ne!(buffer.text.en, plain.text.en);
     }

@@ -154,7 +154,17 @@ pub fn analyse(tl: &Timeline, alerts: &[Alert], until_ms: Option<u64>) -> Eviden
             {
                 ev.observations.push(obs(
                     Fact::TimelineSpill,
-                    &[("at", clock(t)), ("signals", a.evidence.join("; "))],
+                    &[
+                        ("at", clock(t)),
+                        (
+                            "signals",
+                            a.evidence
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        ),
+                    ],
                 ));
             }
         } else if a.kind != AlertKind::OtherProcesses {
@@ -202,10 +212,7 @@ fn leak(pts: &[TrackPoint], total: u64) -> Option<Observation> {
         &[
             ("rate", rate),
             ("span", span_words(growth.span_ms)),
-            (
-                "floors",
-                growth.floors_text().replace("floor of each quarter: ", ""),
-            ),
+            ("floors", growth.floors_text()),
             (
                 "to_full",
                 format!(

@@ -17,7 +17,7 @@ use super::comfy::MemoryMode;
 use super::parts::{TAESD_PARAMS, denoiser_bytes, text_encoder_bytes};
 use super::stages::{decode_bytes, denoise_bytes, encode_bytes};
 use super::{CpuOffload, DiffusionRun, DiffusionWorkload, VramMode};
-use crate::memory::breakdown::{Breakdown, Layer};
+use crate::memory::breakdown::{Breakdown, ComponentId, Layer};
 use crate::memory::overhead;
 use crate::types::dtype::WeightFormat;
 use crate::types::message::Message;
@@ -384,28 +384,33 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
     let at = p.peak_use();
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     b.add(
-        "weights",
+        ComponentId::Weights,
         "Diffusion model weights",
         at.denoiser,
         Layer::Tensor,
     );
     b.add(
-        "text_encoders",
+        ComponentId::TextEncoders,
         "Text encoders",
         at.text_encoders,
         Layer::Tensor,
     );
-    b.add("vae_weights", "VAE weights", at.vae, Layer::Tensor);
     b.add(
-        "adapters",
+        ComponentId::VaeWeights,
+        "VAE weights",
+        at.vae,
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::Adapters,
         "LoRA / ControlNet / IP-Adapter",
         at.adapters,
         Layer::Tensor,
     );
     let (id, label) = match p.peak {
-        Stage::Encode => ("activations", "Prompt encoding"),
-        Stage::Denoise => ("activations", "Denoising activations"),
-        Stage::Decode => ("vae_decode", "VAE decode"),
+        Stage::Encode => (ComponentId::Activations, "Prompt encoding"),
+        Stage::Denoise => (ComponentId::Activations, "Denoising activations"),
+        Stage::Decode => (ComponentId::VaeDecode, "VAE decode"),
     };
     b.add(id, label, at.activations, Layer::Tensor);
     // Reserved: the largest stage including the cache it leaves fragmented. The caching
@@ -432,13 +437,13 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         - overhead::TORCH_CONTEXT_BYTES
         - b.peak.tensors_bytes as f64;
     b.add(
-        "allocator_overhead",
+        ComponentId::AllocatorOverhead,
         "Allocator cache",
         hard.max(soft.min(spare)),
         Layer::Allocator,
     );
     b.add(
-        "cuda_context",
+        ComponentId::CudaContext,
         "CUDA context",
         overhead::TORCH_CONTEXT_BYTES,
         Layer::Process,
@@ -452,14 +457,14 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
             MemoryMode::Classic => "Kept free by ComfyUI (--reserve-vram)",
         };
         b.add(
-            "reserved_vram",
+            ComponentId::ReservedVram,
             label,
             m.reserve_bytes as f64,
             Layer::External,
         );
         if m.headroom_bytes > 0 {
             b.add(
-                "vram_headroom",
+                ComponentId::VramHeadroom,
                 "Kept free by dynamic VRAM (--vram-headroom)",
                 m.headroom_bytes as f64,
                 Layer::External,
@@ -468,7 +473,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         b.warnings.extend(m.notes.iter().cloned());
     }
     b.add(
-        "other_processes",
+        ComponentId::OtherProcesses,
         "Other programs on the GPU",
         r.other_processes_bytes as f64,
         Layer::External,
@@ -553,7 +558,7 @@ mod tests {
         // bf16 weights 3.4688 B params × 2 = 6.46 GiB + 2.5 GiB decode (reference row gt083: 8.961).
         let t = b.peak.tensors_bytes as f64 / GIB;
         assert!((t - 8.96).abs() < 0.05, "{t}");
-        assert!(b.get("vae_decode") > 0 && b.get("activations") == 0);
+        assert!(b.get(ComponentId::VaeDecode) > 0 && b.get(ComponentId::Activations) == 0);
     }
 
     #[test]
@@ -640,7 +645,7 @@ mod tests {
         w.run.other_processes_bytes = 1 << 30;
         let b = estimate(&w);
         let reserve = super::super::comfy::RESERVE_WINDOWS;
-        assert_eq!(b.get("reserved_vram"), reserve);
+        assert_eq!(b.get(ComponentId::ReservedVram), reserve);
         assert_eq!(
             b.required_bytes(),
             b.peak.process_bytes + reserve + (1 << 30)
@@ -704,7 +709,7 @@ mod tests {
             ((before - after) / GIB - 2.0).abs() < 0.05,
             "{before} {after}"
         );
-        assert_eq!(estimate(&w).get("vram_headroom"), 2 << 30);
+        assert_eq!(estimate(&w).get(ComponentId::VramHeadroom), 2 << 30);
     }
 
     /// `--lowvram` does nothing with dynamic VRAM (cli_args.py help "Doesn't do anything if

@@ -5,7 +5,7 @@
 
 pub mod catalog;
 
-use super::breakdown::{Breakdown, Layer};
+use super::breakdown::{Breakdown, ComponentId, Layer};
 use crate::types::message::Message;
 use crate::types::options::choice;
 use crate::types::workload::GpuTarget;
@@ -376,40 +376,50 @@ pub fn estimate(w: &GameWorkload) -> Breakdown {
     let p = w.parts_at(&w.run);
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     let g = |x: f64| x * GIB;
-    b.add("textures", "Texture pool", g(p.textures), Layer::Tensor);
     b.add(
-        "render_targets",
+        ComponentId::Textures,
+        "Texture pool",
+        g(p.textures),
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::RenderTargets,
         "Render targets",
         g(p.render_targets),
         Layer::Tensor,
     );
     b.add(
-        "ray_tracing",
+        ComponentId::RayTracing,
         "Ray-tracing structures",
         g(p.ray_tracing),
         Layer::Tensor,
     );
     b.add(
-        "frame_generation",
+        ComponentId::FrameGeneration,
         "Frame generation",
         g(p.frame_generation),
         Layer::Tensor,
     );
-    b.add("upscaler", "Upscaler", g(p.upscaler), Layer::Tensor);
     b.add(
-        "other",
+        ComponentId::Upscaler,
+        "Upscaler",
+        g(p.upscaler),
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::Other,
         "Geometry, shaders, engine",
         g(p.other),
         Layer::Tensor,
     );
     b.add(
-        "os_reserve",
+        ComponentId::OsReserve,
         "Windows desktop and driver",
         g(generic::OS_RESERVE_GIB),
         Layer::External,
     );
     b.add(
-        "other_processes",
+        ComponentId::OtherProcesses,
         "Other programs on the GPU",
         w.run.other_processes_bytes as f64,
         Layer::External,

@@ -4,7 +4,7 @@
 use crate::memory::game::{GameWorkload, generic};
 use crate::telemetry::detect::{Alert, Severity};
 use crate::telemetry::{FoundProcess, GpuSample};
-use crate::ui::i18n::{tr, trf};
+use crate::ui::i18n::{msg, tr, trf};
 use crate::units::{gib_to_bytes, human};
 use egui::Ui;
 use std::collections::BTreeSet;
@@ -33,9 +33,9 @@ pub(super) fn alerts_ui(ui: &mut Ui, alerts: &[Alert]) {
         egui::Frame::group(ui.style())
             .stroke(egui::Stroke::new(1.0, color))
             .show(ui, |ui| {
-                ui.colored_label(color, format!("{}: {}", a.gpu_name, a.message));
+                ui.colored_label(color, format!("{}: {}", a.gpu_name, msg(&a.message)));
                 for e in &a.evidence {
-                    ui.weak(e);
+                    ui.weak(msg(e));
                 }
             });
     }

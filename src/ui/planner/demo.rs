@@ -1,6 +1,7 @@
 //! The planned workload as the monitor's demo plays it: the card planned for, and the plan's
 //! peak moving over time the way that kind of workload moves (`telemetry::demo::DemoStory`).
 
+use crate::memory::ComponentId;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::residency::place;
 use crate::plan::PlanResult;
@@ -15,7 +16,7 @@ pub fn demo_of(w: &AnyWorkload, r: &PlanResult) -> DemoWorkload {
     let (process, story) = match w {
         AnyWorkload::Llm(l) => {
             // Freed after each step (training) or request (inference).
-            let transient = b.get("activations") + b.get("logits");
+            let transient = b.get(ComponentId::Activations) + b.get(ComponentId::Logits);
             let program = match l.run.engine {
                 Engine::LlamaCpp => "llama-server",
                 _ => "python3",
@@ -29,7 +30,9 @@ pub fn demo_of(w: &AnyWorkload, r: &PlanResult) -> DemoWorkload {
                 // transformers' `DynamicCache` grows with each request and is dropped after
                 // it; the other engines allocate the cache for the whole context at start.
                 let idle = match l.run.engine {
-                    Engine::Transformers => peak.saturating_sub(transient + b.get("kv_cache")),
+                    Engine::Transformers => {
+                        peak.saturating_sub(transient + b.get(ComponentId::KvCache))
+                    }
                     _ => peak,
                 };
                 DemoStory::Inference {
@@ -145,7 +148,7 @@ mod tests {
                 assert_eq!(peak_bytes, b.peak.process_bytes);
                 assert_eq!(
                     peak_bytes - floor_bytes,
-                    b.get("activations") + b.get("logits")
+                    b.get(ComponentId::Activations) + b.get(ComponentId::Logits)
                 );
             }
             s => panic!("{s:?}"),
@@ -154,7 +157,7 @@ mod tests {
         let (d, r) = demo(&format!("{llama}[run]\nengine = \"transformers\"\n"));
         let (idle_bytes, peak_bytes) = inference(&d.story);
         assert!(idle_bytes < peak_bytes);
-        assert!(r.breakdown().get("kv_cache") <= peak_bytes - idle_bytes);
+        assert!(r.breakdown().get(ComponentId::KvCache) <= peak_bytes - idle_bytes);
         let (d, _) = demo(&format!("{llama}[run]\nengine = \"llama.cpp\"\n"));
         let (idle_bytes, peak_bytes) = inference(&d.story);
         assert_eq!(

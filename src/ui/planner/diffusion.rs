@@ -8,7 +8,6 @@ use crate::memory::diffusion::{
 };
 use crate::memory::{Attention, Engine, WorkloadFile};
 use crate::plan::diffusion::DiffusionPlan;
-use crate::types::message::Sentences;
 use crate::types::workload::ModelSection;
 use crate::ui::i18n::{msgs, tr, trf};
 use crate::ui::widgets::{
@@ -175,9 +174,8 @@ pub fn inputs_ui(
 }
 
 /// The plan: what to change, its time and quality cost, why, and the largest size and batch
-/// that fit; true when "Apply plan" was clicked. `why` is the result's own (`Plan::why`): the
-/// plan read back from the result's JSON details holds it only as English text.
-pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan, why: &Sentences) -> bool {
+/// that fit; true when "Apply plan" was clicked.
+pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan) -> bool {
     ui.add_space(6.0);
     let mut apply = false;
     if p.fits_as_is {
@@ -192,10 +190,10 @@ pub fn plan_ui(ui: &mut Ui, p: &DiffusionPlan, why: &Sentences) -> bool {
                 ("quality", &tr(&p.quality_note)),
             ],
         ));
-        ui.label(msgs(why));
+        ui.label(msgs(&p.why));
         apply = ui.button(tr("Apply plan")).clicked();
     } else {
-        ui.label(msgs(why));
+        ui.label(msgs(&p.why));
     }
     ui.label(trf(
         "Peak memory: during {stage}",

@@ -24,9 +24,7 @@ use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
 use crate::memory::game::{GameRun, GameWorkload};
 use crate::memory::{Breakdown, Run, WorkloadFile};
-use crate::plan::diffusion::DiffusionPlan;
-use crate::plan::game::GameAdvice;
-use crate::plan::{PlanResult, plan_any};
+use crate::plan::{Details, PlanResult, plan_any};
 use crate::resolve::resolve_any;
 use crate::types::arch::ModelArch;
 use crate::types::workload::GpuTarget;
@@ -112,35 +110,16 @@ struct Estimate {
     /// The workload and `plan_any`'s result: what the exports are rendered from and "Apply
     /// plan" writes back; a new `Arc` for every new estimate.
     source: Arc<(AnyWorkload, PlanResult)>,
-    /// The task's own plan, read back from the result's details.
-    detail: Detail,
     /// The workload as the monitor's demo plays it.
     demo: crate::telemetry::demo::DemoWorkload,
 }
 
-#[derive(Clone)]
-enum Detail {
-    Llm,
-    Diffusion(DiffusionPlan),
-    Game(GameAdvice),
-}
-
 impl Estimate {
     fn new(w: AnyWorkload, result: PlanResult) -> Estimate {
-        let details = || result.plan.details.clone().unwrap_or_default();
-        let detail = match &w {
-            AnyWorkload::Llm(_) => Some(Detail::Llm),
-            AnyWorkload::Diffusion(_) => serde_json::from_value(details())
-                .ok()
-                .map(Detail::Diffusion),
-            AnyWorkload::Game(_) => serde_json::from_value(details()).ok().map(Detail::Game),
-        };
         Estimate {
             demo: demo::demo_of(&w, &result),
             breakdown: result.breakdown(),
             gpu_name: gpu(&w).name.clone(),
-            // `plan_any` always fills the details of diffusion and game plans.
-            detail: detail.unwrap_or(Detail::Llm),
             source: Arc::new((w, result)),
         }
     }
@@ -230,14 +209,9 @@ impl PlannerView {
         let e = self.evaluate().ok()?;
         let (fits, v) = (e.source.1.fits, e.source.1.verdict);
         // A ComfyUI plan's memory mode (plan::diffusion `comfyui_memory`).
-        let comfy_mode = e
-            .source
-            .1
-            .plan
-            .details
-            .as_ref()
-            .and_then(|d| d.get("comfyui_memory")?.get("mode").cloned())
-            .and_then(|m| serde_json::from_value(m).ok());
+        let comfy_mode = (e.source.1.plan.details.diffusion())
+            .and_then(|d| d.comfyui_memory.as_ref())
+            .map(|m| m.mode);
         Some(crate::doctor::PlanSummary {
             fits,
             needed_bytes: v.need_bytes,
@@ -286,15 +260,15 @@ impl PlannerView {
                 Ok(e) => {
                     // The verdict, the plan and the bar first; the export text below them.
                     summary::verdict_ui(ui, e);
-                    let apply = match &e.detail {
-                        Detail::Llm => {
+                    let apply = match &e.source.1.plan.details {
+                        Details::Llm => {
                             let apply = llm::plan_ui(ui, &e.source.1.plan);
                             ui.add_space(8.0);
                             chart::chart_ui(ui, &e.source, self.chart_knob, &mut self.chart);
                             apply
                         }
-                        Detail::Diffusion(p) => diffusion::plan_ui(ui, p, &e.source.1.plan.why),
-                        Detail::Game(a) => game::advice_ui(ui, a),
+                        Details::Diffusion(p) => diffusion::plan_ui(ui, p),
+                        Details::Game(a) => game::advice_ui(ui, a),
                     };
                     ui.add_space(10.0);
                     summary::details_ui(ui, e);

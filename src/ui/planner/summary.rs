@@ -44,7 +44,7 @@ pub fn details_ui(ui: &mut Ui, e: &Estimate) {
         .map(|c| bar::Segment {
             label: tr(&c.label),
             bytes: c.bytes,
-            about: glossary::part(&c.id, &c.label),
+            about: glossary::part(c.id, &c.label),
         })
         .collect();
     let v = &e.source.1.verdict;

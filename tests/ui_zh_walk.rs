@@ -1,0 +1,300 @@
+//! Issue 22: "the Chinese walk finds no English sentence". The app in 简体中文 walks each
+//! planner kind with workloads that fit, stream and do not fit (so the verdict, the plan, its
+//! "why" line, the estimators' warnings and the game's steps all show), a ComfyUI workflow
+//! opened (its models, passes and warnings), the monitor with demo data, the doctor with a
+//! pasted OOM, and the catalog; every label and value of the accessibility tree is read, and a
+//! run of English words that makes a sentence fails the test. The glossary's Chinese texts
+//! (the tooltips) are read from its data, each of them.
+//!
+//! Not English sentences, and so allowed: what the user typed (the doctor's message box), text
+//! in quotes (“CUDA out of memory”, an error message as the program prints it), words joined by
+//! digits or code punctuation (model and GPU names, `PYTORCH_CUDA_ALLOC_CONF`, `--n-cpu-moe`),
+//! which the word rule below never counts, and the export preview: the file that "Save
+//! export…" writes (a script with its comments, the Markdown report), English on purpose as
+//! the command line's exports are, and the only multi-line text the app shows.
+
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT, Queryable, by};
+use std::collections::{BTreeMap, BTreeSet};
+use vram_doctor::ui::glossary::Glossary;
+use vram_doctor::ui::i18n::{self, Lang};
+use vram_doctor::ui::{Tab, VramDoctorApp};
+
+#[path = "common/app.rs"]
+mod common_app;
+
+/// The beginner's fine-tune OOM of issue 22, as PyTorch prints it.
+const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 \
+has a total capacity of 11.63 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this \
+process has 10.60 GiB memory in use. Of the allocated memory 9.73 GiB is allocated by PyTorch, \
+and 0.68 GiB is reserved by PyTorch but unallocated.";
+
+/// A ComfyUI workflow of two models (a refiner), a LoRA and a ControlNet: its plan warns.
+const WORKFLOW: &str = "tests/data/comfy/sdxl_refiner_lora_controlnet.json";
+
+/// Every Chinese text of the glossary (the tooltips on the planner's words), named by entry.
+fn glossary_zh() -> Vec<(String, String)> {
+    let g = Glossary::get();
+    let controls = g.control.iter().map(|c| (c.labels.join("/"), &c.text));
+    let choices = g.choice.iter().map(|c| (c.values.join("/"), &c.text));
+    let parts = g.part.iter().map(|p| (p.ids.join("/"), &p.text));
+    controls
+        .chain(choices)
+        .chain(parts)
+        .map(|(what, t)| (format!("glossary {what}"), t.zh.clone()))
+        .collect()
+}
+
+/// Workloads that make each kind show its verdicts, plans and warnings.
+const WORKLOADS: &[(&str, &str)] = &[
+    (
+        "LLM inference that does not fit",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"inference\"\nseq = 8192\n",
+    ),
+    (
+        "llama.cpp split across GPU and RAM",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"inference\"\nengine = \"llama.cpp\"\nweights = \"q4_k_m\"\n",
+    ),
+    (
+        "LLM training that does not fit",
+        "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"full\"\nseq = 1000\n",
+    ),
+    (
+        "Diffusion that streams",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"comfyui\"\n",
+    ),
+    (
+        "vLLM serving",
+        "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"inference\"\nengine = \"vllm\"\n",
+    ),
+    (
+        "LoRA training with ZeRO on one GPU",
+        "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nzero_stage = 2\nseq = 1000\n",
+    ),
+    (
+        "Diffusers with sequential offload",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"diffusers\"\ncpu_offload = \"sequential\"\n",
+    ),
+    (
+        "A game that streams to its budget",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"the-last-of-us-part-2\"\n[run]\ntask = \"game\"\nresolution = \"2560x1440\"\n",
+    ),
+    (
+        "Game over budget",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"3840x2160\"\ntexture_quality = \"ultra\"\nray_tracing = true\n",
+    ),
+];
+
+/// The runs of English words in `text` that read as a sentence: three or more words in a row
+/// (letters only, separated by single spaces), at least two of them lower-case. Names are
+/// capitalised ("Meta Llama", "GeForce RTX") and identifiers carry digits or punctuation, so
+/// neither counts; quoted text (“…”, "…", `…`) is skipped.
+fn english_sentences(text: &str) -> Vec<String> {
+    let mut unquoted = String::new();
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match (quote, c) {
+            (None, '“') => quote = Some('”'),
+            (None, '"' | '`') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            // Chinese script or punctuation between words ends a run ("、" in a list of names).
+            (None, _) if !c.is_ascii() => unquoted.push_str(" | "),
+            (None, _) => unquoted.push(c),
+        }
+    }
+    let mut out = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let mut flush = |run: &mut Vec<&str>| {
+        let lower = run
+            .iter()
+            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+            .count();
+        if run.len() >= 3 && lower >= 2 {
+            out.push(run.join(" "));
+        }
+        run.clear();
+    };
+    for token in unquoted.split(' ') {
+        // Trailing sentence punctuation belongs to the word before it and ends the run after it.
+        let word = token.trim_end_matches([',', '.', ';', ':', '!', '?']);
+        let ends = word.len() != token.len();
+        if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic()) {
+            run.push(word);
+        } else {
+            flush(&mut run);
+        }
+        if ends {
+            flush(&mut run);
+        }
+    }
+    flush(&mut run);
+    out
+}
+
+#[test]
+fn the_sentence_rule_finds_english_and_passes_names() {
+    assert_eq!(
+        english_sentences("Fits with 3.00 GiB to spare: needs 5.00 GiB of 8.00 GiB"),
+        ["GiB to spare"]
+    );
+    assert_eq!(
+        english_sentences("no setting needs to change"),
+        ["no setting needs to change"]
+    );
+    assert_eq!(
+        english_sentences("装得下：需要 5.00 GiB，显卡共 8.00 GiB"),
+        Vec::<String>::new()
+    );
+    assert!(english_sentences("Meta Llama 3.1 8B Instruct · NVIDIA GeForce RTX 4060").is_empty());
+    assert!(english_sentences("粘贴 “CUDA out of memory” 的 traceback").is_empty());
+    assert!(
+        english_sentences("设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True 后重试")
+            .is_empty()
+    );
+    assert_eq!(
+        english_sentences("原因：running out shows as: stutter"),
+        ["running out shows as"]
+    );
+}
+
+/// What the walk saw: each label and value with the step it was first seen at, and the ids of
+/// the estimators' warnings of the plans shown (so the walk is known to have met them).
+#[derive(Default)]
+struct Seen {
+    shown: BTreeMap<String, String>,
+    warnings: BTreeSet<&'static str>,
+}
+
+/// Every label and value now in the tree; the text boxes' contents (what the user typed) left
+/// out.
+fn look(h: &mut Harness<'static, VramDoctorApp>, step: &str, seen: &mut Seen) {
+    if let Ok((_, r)) = h.state_mut().state.planner.plan_result() {
+        seen.warnings.extend(r.warnings.iter().map(|m| m.id));
+    }
+    let shown = &mut seen.shown;
+    for n in h.query_all(by().predicate(|_| true)) {
+        let node = n.accesskit_node();
+        let typed = matches!(node.role(), Role::TextInput | Role::MultilineTextInput);
+        // A row of a multi-line text (the export preview) is read with that text, left out.
+        let row_of_many = node.role() == Role::TextRun
+            && node
+                .parent()
+                .and_then(|p| p.value())
+                .is_some_and(|v| v.contains('\n'));
+        if row_of_many {
+            continue;
+        }
+        let texts = [node.label(), (!typed).then(|| node.value()).flatten()];
+        for t in texts.into_iter().flatten().filter(|t| !t.contains('\n')) {
+            shown.entry(t).or_insert_with(|| step.to_string());
+        }
+    }
+}
+
+/// Runs frames until a label containing `label` is there, bounded: some targets wait for a
+/// thread.
+fn wait_for(h: &mut Harness<'static, VramDoctorApp>, label: &str) {
+    for _ in 0..250 {
+        if h.query_all_by_label_contains(label).next().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        h.run();
+    }
+    panic!("no {label:?} appeared");
+}
+
+fn click(h: &mut Harness<'static, VramDoctorApp>, en: &str) {
+    let zh = i18n::tr_in(Lang::SimplifiedChinese, en).to_string();
+    wait_for(h, &zh);
+    h.get_all_by_label(&zh).next().unwrap().click();
+    h.run();
+}
+
+#[test]
+fn the_chinese_walk_finds_no_english_sentence() {
+    let mut h = common_app::app_with(
+        Harness::builder().with_size([1400.0, 1000.0]),
+        Some(Tab::Planner),
+        Lang::SimplifiedChinese,
+        None,
+    );
+    h.run();
+    let mut seen = Seen::default();
+    look(&mut h, "planner at start", &mut seen);
+    for kind in ["LLM training", "Diffusion", "Game", "LLM inference"] {
+        click(&mut h, kind);
+        look(&mut h, kind, &mut seen);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (what, toml)) in WORKLOADS.iter().enumerate() {
+        let path = dir.path().join(format!("w{i}.toml"));
+        std::fs::write(&path, toml).unwrap();
+        h.state_mut().open_file(&path);
+        h.run();
+        assert!(
+            h.state().state.planner.path.as_deref() == Some(path.as_path()),
+            "{what}: the workload opened"
+        );
+        look(&mut h, what, &mut seen);
+    }
+    h.state_mut()
+        .open_file(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(WORKFLOW));
+    h.run();
+    wait_for(
+        &mut h,
+        i18n::tr_in(Lang::SimplifiedChinese, "Models the workflow loads:"),
+    );
+    look(&mut h, "ComfyUI workflow opened", &mut seen);
+    click(&mut h, "Monitor");
+    click(&mut h, "Show demo data");
+    wait_for(&mut h, "GPU 0");
+    h.run();
+    look(&mut h, "monitor with demo data", &mut seen);
+    click(&mut h, "Doctor");
+    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
+    h.run();
+    click(&mut h, "Read message");
+    look(&mut h, "doctor after a pasted OOM", &mut seen);
+    click(&mut h, "Catalog");
+    for shelf in ["Models", "Games", "GPUs"] {
+        click(&mut h, shelf);
+        look(&mut h, shelf, &mut seen);
+    }
+    assert!(
+        seen.shown.len() > 200,
+        "the walk saw the app: {} texts",
+        seen.shown.len()
+    );
+    assert!(
+        seen.warnings.len() >= 5,
+        "the walk's workloads show warnings: {:?}",
+        seen.warnings
+    );
+    eprintln!(
+        "the walk read {} texts; the plans shown warned {:?}",
+        seen.shown.len(),
+        seen.warnings
+    );
+    for (what, text) in glossary_zh() {
+        seen.shown.entry(text).or_insert(what);
+    }
+    let english: Vec<String> = seen
+        .shown
+        .iter()
+        .flat_map(|(text, step)| {
+            english_sentences(text)
+                .into_iter()
+                .map(move |s| format!("{s:?} in {text:?} (at: {step})"))
+        })
+        .collect();
+    assert!(
+        english.is_empty(),
+        "{} English sentence(s) in the Chinese app (build them as a types::message::Message, or \
+         translate the label in assets/i18n/):\n{}",
+        english.len(),
+        english.join("\n")
+    );
+}
