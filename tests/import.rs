@@ -43,6 +43,10 @@ fn config_counts_match_published_parameter_counts() {
         ("gemma-2-9b.json", 9_241_705_984), // four norms per block
         ("gemma-3-1b-it.json", 999_885_952), // gemma3_text at the top level
         ("gemma-3-4b-it.json", 4_300_079_472), // text_config + SigLIP tower + projector
+        // Written by transformers 4.50 without tie_word_embeddings: its text config's (untied)
+        // decides, as its checkpoint stores lm_head. The text part is Devstral-Small-2507's
+        // index total_parameters (23,572,403,200), plus the Pixtral tower and projector.
+        ("mistral-small-3.1-24b-instruct-2503.json", 24_011_361_280),
         // Hub safetensors total "7.06B": CLIP ViT-L/14-336 tower, two-layer projector,
         // Vicuna text_config that lists only what differs from LlamaConfig.
         ("llava-1.5-7b-hf.json", 7_063_427_072),
@@ -483,15 +487,53 @@ fn sliding_window_pattern_sets_the_window_for_any_type() {
     );
 }
 
-/// ModernBERT (answerdotai/ModernBERT-base, 149M) is an encoder this program does not count
-/// yet (GLU MLP, bias-free LayerNorms, no norm before the first block's attention): refused by
-/// its type, never counted as BERT or as a decoder.
+/// ModernBERT (answerdotai/ModernBERT-base) is an encoder with a GeGLU MLP (Wi of twice the
+/// intermediate width), bias-free LayerNorms (`norm_bias`), no norm before block 0's attention
+/// but one after the embeddings, no token types and a prediction head whose biases the config
+/// sets: counted as transformers builds ModernBertForMaskedLM, 149,655,232
+/// (tests/data/oracle/transformers-configs.jsonl), with no KV cache. Norm biases, when the
+/// config asks for them, add one bias vector per norm: 2 per block, the final and the embedding
+/// norms (one of them block 0's missing attn_norm), and the head's.
 #[test]
-fn modernbert_is_refused_by_name() {
-    let e = imp::import_model(&config_path("modernbert-base.json"))
+fn modernbert_is_counted_as_transformers_builds_it() {
+    use vram_doctor::memory::kv_cache::kv_cache_bytes;
+    use vram_doctor::memory::{Engine, KvDtype};
+    let m = config("modernbert-base.json");
+    assert_eq!(m.params_by_shape, Some(149_655_232));
+    assert_eq!(
+        kv_cache_bytes(&m.arch, 1, 512, KvDtype::Fp16, Engine::Transformers, 1),
+        0.0
+    );
+    let text = std::fs::read_to_string(config_path("modernbert-base.json")).unwrap();
+    let biased = imp::from_bytes::hf_config(
+        text.replace("\"norm_bias\": false", "\"norm_bias\": true")
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        biased.params_by_shape,
+        Some(149_655_232 + (2 * 22 + 2) * 768)
+    );
+}
+
+/// A config switch an entry of presets/hf_architectures.toml does not count (`refuse`) is
+/// refused by name: Phi's q/k LayerNorms, StableLM's parallel residual.
+#[test]
+fn switches_an_entry_does_not_count_are_refused_by_name() {
+    let phi = r#"{"model_type": "phi", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100"#;
+    assert!(imp::from_bytes::hf_config(format!("{phi}}}").as_bytes()).is_ok());
+    let e = imp::from_bytes::hf_config(format!(r#"{phi}, "qk_layernorm": true}}"#).as_bytes())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("\"modernbert\""), "{e}");
+    assert!(e.contains("qk_layernorm"), "{e}");
+    let stablelm = phi.replace("\"phi\"", "\"stablelm\"");
+    let e = imp::from_bytes::hf_config(
+        format!(r#"{stablelm}, "use_parallel_residual": true}}"#).as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("use_parallel_residual"), "{e}");
 }
 
 /// The published Qwen3-Next config gives `full_attention_interval`, not `layer_types`: only

@@ -274,6 +274,28 @@ def config_of_architecture(path):
     return model_class(archs[0]).config_class.from_dict(d)
 
 
+def tie_as_written(cfg, path):
+    """A composite config (text_config inside) that does not say `tie_word_embeddings` and was
+    written by transformers 4 ties as its text config says: transformers 4 read
+    `config.get_text_config(decoder=True).tie_word_embeddings` (modeling_utils.py
+    `PreTrainedModel.tie_weights`), and its checkpoints hold the head accordingly. transformers 5
+    reads the wrapper's own flag instead, whose class default can differ (Mistral3Config ties,
+    MistralConfig does not), but when loading such a checkpoint it does not tie a head stored
+    beside the embedding (modeling_utils.py `tie_weights`: "both are present in the checkpoints
+    with different values, so we will NOT tie them"). Built from the config alone, the model
+    is given the flag the loaded one ends up with (the importer's rule: hf_vision.rs
+    `Wrapper::tied`)."""
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    text = cfg.get_text_config(decoder=True)
+    if text is cfg or "tie_word_embeddings" in d:
+        return
+    major = str(d.get("transformers_version", "0")).split(".")[0]
+    if major.isdigit() and int(major) >= 5:
+        return
+    cfg.tie_word_embeddings = bool(text.tie_word_embeddings)
+
+
 def run_configs(only, secs):
     from transformers import AutoConfig
 
@@ -290,6 +312,7 @@ def run_configs(only, secs):
                     cfg = AutoConfig.from_pretrained(path, trust_remote_code=False)
                 except ValueError:
                     cfg = config_of_architecture(path)
+                tie_as_written(cfg, path)
                 row["model_type"] = cfg.model_type
                 kind, default_cls = table.get(cfg.model_type, ("decoder", None))
                 archs = [a for a in (cfg.architectures or []) if a]

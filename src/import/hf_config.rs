@@ -123,6 +123,28 @@ struct Convention {
     /// embedding LayerNorm, and the head its `architectures` names.
     #[serde(default)]
     encoder: bool,
+    /// The norms carry a bias by this rule (LayerNorm with it, weight only without: ModernBERT
+    /// `norm_bias`), instead of `norm`.
+    #[serde(default)]
+    norm_bias: Option<BiasRule>,
+    /// An encoder's token-type embeddings, `type_vocab_size` rows (BERT's; ModernBERT has none).
+    #[serde(default = "yes")]
+    token_types: bool,
+    /// The bare encoder ends in a pooler, a dense with bias (BERT `BertPooler`; ModernBertModel
+    /// has none).
+    #[serde(default = "yes")]
+    pooler: bool,
+    /// The bias of the masked-LM head's transform dense (BERT: always; ModernBERT
+    /// `classifier_bias`).
+    #[serde(default = "with_bias")]
+    head_dense_bias: BiasRule,
+    /// The bias of the masked-LM decoder (BERT: always; ModernBERT `decoder_bias`).
+    #[serde(default = "with_bias")]
+    decoder_bias: BiasRule,
+    /// Config switches that turn on a part this type's entry does not count, with the feature's
+    /// name: a config that sets one is refused (exit 2) rather than counted without it.
+    #[serde(default)]
+    refuse: BTreeMap<String, String>,
     /// Other model types with this same layout (the text model of a vision-language wrapper,
     /// `qwen2_5_vl_text` is Qwen2's).
     #[serde(default)]
@@ -170,6 +192,14 @@ struct SsmRule {
 
 fn no_bias() -> BiasRule {
     BiasRule::Fixed(false)
+}
+
+fn with_bias() -> BiasRule {
+    BiasRule::Fixed(true)
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn conventions() -> Result<&'static BTreeMap<String, Convention>, ImportError> {
@@ -365,7 +395,7 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         ));
     }
     if let Some(w) = wrapper.filter(|_| nested) {
-        layout.tied = w.tied(&root, text_v);
+        layout.tied = w.tied(&root, layout.tied);
     }
     let vision_params = match (wrapper, vision_v) {
         (Some(w), Some(vc)) => {
@@ -380,7 +410,7 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         _ => 0,
     };
     let encoder_params = if conv.encoder {
-        encoder(&root, &cfg, &mut layout, &mut notes)?
+        encoder(&root, &cfg, conv, &mut layout, &mut notes)?
     } else {
         0
     };
@@ -432,16 +462,22 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
 /// stands for the embeddings' LayerNorm): token-type embeddings and the head of the class
 /// `architectures` names (modeling_bert.py `BertModel` with its `BertPooler`, or
 /// `BertForMaskedLM` with `BertLMPredictionHead`: transform dense + LayerNorm, a decoder tied
-/// to the word embeddings, and its bias; RoBERTa's `RobertaLMHead` has the same shapes). Its
-/// blocks cache nothing.
+/// to the word embeddings, and its bias; RoBERTa's `RobertaLMHead` has the same shapes;
+/// ModernBERT's `ModernBertPredictionHead` and decoder take their biases from the config, and
+/// its bare model has no pooler). Its blocks cache nothing.
 fn encoder(
     root: &Value,
     cfg: &Cfg,
+    conv: &Convention,
     layout: &mut Layout,
     notes: &mut Vec<String>,
 ) -> Result<u64, ImportError> {
     let h = u64::from(layout.hidden);
-    let types = u64::from(cfg.u32(&["type_vocab_size"])?.unwrap_or(2));
+    let types = if conv.token_types {
+        u64::from(cfg.u32(&["type_vocab_size"])?.unwrap_or(2))
+    } else {
+        0
+    };
     let class = root
         .get("architectures")
         .and_then(Value::as_array)
@@ -449,7 +485,7 @@ fn encoder(
         .and_then(Value::as_str);
     let head = match class {
         Some(c) if c.ends_with("ForMaskedLM") => None,
-        Some(c) if c.ends_with("Model") => Some(h * h + h),
+        Some(c) if c.ends_with("Model") => Some(if conv.pooler { h * h + h } else { 0 }),
         Some(c) => {
             return Err(format!(
                 "{}: the encoder head {} is not modelled by this program (only the bare model and the masked-LM head are), so its memory cannot be planned",
@@ -468,7 +504,13 @@ fn encoder(
             layout.tied = true;
             pooler
         }
-        None => h * h + h + 2 * h + u64::from(layout.vocab),
+        None => {
+            let bias = |rule| if cfg.bias(rule) { 1 } else { 0 };
+            h * h
+                + bias(&conv.head_dense_bias) * h
+                + u64::try_from(layout.norm.params(u128::from(h))).unwrap_or(u64::MAX)
+                + bias(&conv.decoder_bias) * u64::from(layout.vocab)
+        }
     };
     layout.blocks = Some(vec![BlockCache::None; layout.layers as usize]);
     notes.push("an encoder: no KV cache; memory is the weights and the activations of a batch of sequences up to max_position_embeddings, so the generation figures do not apply".into());
@@ -607,15 +649,18 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), ImportEr
         Value::Number(n) => n.as_f64() != Some(0.0),
         _ => true,
     };
-    for (key, feature) in UNMODELLED_KEYS {
-        if conv.ssm.is_some() && SSM_KEYS.contains(&key)
+    let modelled_here = |key: &str| {
+        conv.ssm.is_some() && SSM_KEYS.contains(&key)
             || conv.linear_attention && LINEAR_ATTENTION_KEYS.contains(&key)
             || conv.chunked_attention && key == "attention_chunk_size"
             || conv.dense_width_key.as_deref() == Some(key)
             || conv.moe.is_some() && key == "interleave_moe_layer_step"
-        {
-            continue;
-        }
+    };
+    let refused = UNMODELLED_KEYS
+        .into_iter()
+        .filter(|(key, _)| !modelled_here(key))
+        .chain(conv.refuse.iter().map(|(k, f)| (k.as_str(), f.as_str())));
+    for (key, feature) in refused {
         if let Some(v) = cfg.v.get(key).or_else(|| root.get(key))
             && set(v)
         {
@@ -813,7 +858,11 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Impo
         vocab,
         positions,
         tied: cfg.bool("tie_word_embeddings").unwrap_or(conv.tied_default),
-        norm: conv.norm,
+        norm: match &conv.norm_bias {
+            Some(rule) if cfg.bias(rule) => Norm::Layer,
+            Some(_) => Norm::Rms,
+            None => conv.norm,
+        },
         norms_per_layer,
         qk_norm: match &conv.qk_norm_key {
             Some(k) if !cfg.bool(k).unwrap_or(false) => QkNorm::None,

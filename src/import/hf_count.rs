@@ -34,7 +34,7 @@ pub enum Norm {
 }
 
 impl Norm {
-    fn params(self, width: u128) -> u128 {
+    pub(super) fn params(self, width: u128) -> u128 {
         match self {
             Norm::Rms => width,
             Norm::Layer => 2 * width,

@@ -57,20 +57,45 @@ pub struct Wrapper {
     newline: bool,
     /// The wrapper's `tie_word_embeddings` default.
     tied_default: bool,
-    /// A text_config saying `tie_word_embeddings = true` ties them too (the wrappers'
-    /// backward-compatibility clause in `__post_init__`, configuration_llava.py and others).
+    /// A text config that ties ties them too (the wrappers' backward-compatibility clause in
+    /// `__post_init__`, configuration_llava.py and others).
     #[serde(default)]
     tied_from_text: bool,
 }
 
 impl Wrapper {
-    /// Whether the output head shares the embedding matrix: the wrapper-level
-    /// `tie_word_embeddings` decides in a nested config (transformers
-    /// `PreTrainedModel.get_expanded_tied_weights_keys` reads the model's own config).
-    pub fn tied(&self, root: &Value, text: &Value) -> bool {
-        let key = |v: &Value| v.get("tie_word_embeddings").and_then(Value::as_bool);
-        key(root).unwrap_or(self.tied_default) || (self.tied_from_text && key(text) == Some(true))
+    /// Whether the output head shares the embedding matrix. `text_tied` is the text config's
+    /// own reading (its `tie_word_embeddings`, else its class default).
+    ///
+    /// A wrapper-level `tie_word_embeddings` decides (transformers 5
+    /// `PreTrainedModel.get_expanded_tied_weights_keys` reads the model's own config), and the
+    /// backward-compatibility clause of some wrappers ties when the text config does. A config
+    /// that does not say and was written by transformers 4 means what transformers 4 read: the
+    /// text config's flag (4.x modeling_utils.py `PreTrainedModel.tie_weights`:
+    /// `config.get_text_config(decoder=True).tie_word_embeddings`). Its checkpoint holds the
+    /// head accordingly, and transformers 5 does not tie a head the checkpoint stores as well
+    /// (modeling_utils.py `tie_weights`: "both are present in the checkpoints with different
+    /// values, so we will NOT tie them"): Mistral Small 3.1's text config (MistralConfig,
+    /// untied) against Mistral3Config's default (tied). One written by transformers 5 leaves out
+    /// a value equal to the wrapper's class default, which then decides.
+    pub fn tied(&self, root: &Value, text_tied: bool) -> bool {
+        let from_text = self.tied_from_text && text_tied;
+        match root.get("tie_word_embeddings").and_then(Value::as_bool) {
+            Some(t) => t || from_text,
+            None if written_before_v5(root) => text_tied,
+            None => self.tied_default || from_text,
+        }
     }
+}
+
+/// Whether a config.json was written before transformers 5: its `transformers_version` (as
+/// `PreTrainedConfig.to_json_string` records it), a file without one being older still.
+fn written_before_v5(root: &Value) -> bool {
+    root.get("transformers_version")
+        .and_then(Value::as_str)
+        .and_then(|v| v.split('.').next())
+        .and_then(|major| major.parse::<u32>().ok())
+        .is_none_or(|major| major < 5)
 }
 
 #[derive(Debug, Clone, Deserialize)]
