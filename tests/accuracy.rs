@@ -150,3 +150,40 @@ fn diffusion_speed_against_published_step_times() {
     let median = held.by_kind()["ALL speed"].median;
     assert!(median <= 1.10, "held-out median {median:.3}");
 }
+
+/// The training speed estimate against published training throughputs
+/// (tests/data/speed-training.jsonl, the rows its efficiency is fitted on, and
+/// tests/data/speed-training-held-out.jsonl, other cards, another model and another recipe
+/// table, not fitted on): every row of both is estimated, each method and both one GPU and
+/// FSDP over several are covered, and no held-out row repeats an in-sample figure.
+#[test]
+fn training_speed_against_published_throughputs() {
+    use vram_doctor::accuracy::training_speed_rows::run;
+    let fitted = run(include_str!("data/speed-training.jsonl"));
+    let held = run(include_str!("data/speed-training-held-out.jsonl"));
+    for (name, r, min) in [("in-sample", &fitted, 6), ("held-out", &held, 10)] {
+        assert!(r.skipped.is_empty(), "{name}: {:?}", r.skipped);
+        assert!(r.rows.len() >= min, "{name}: rows {}", r.rows.len());
+    }
+    let kinds = held.by_kind();
+    for k in [
+        "training full, one GPU",
+        "training full, several GPUs",
+        "training lora, one GPU",
+        "training qlora, one GPU",
+    ] {
+        assert!(
+            kinds.contains_key(k),
+            "no held-out rows of {k}: {:?}",
+            kinds.keys()
+        );
+    }
+    let key = |x: &vram_doctor::accuracy::speed_rows::SpeedResult| x.measured_per_s.to_bits();
+    for h in &held.rows {
+        assert!(
+            fitted.rows.iter().all(|f| key(f) != key(h)),
+            "{} repeats an in-sample figure",
+            h.id
+        );
+    }
+}

@@ -11,6 +11,7 @@ mod llm_rows;
 mod measured_rows;
 mod report;
 pub mod speed_rows;
+pub mod training_speed_rows;
 
 pub use report::{KindStats, Report, RowResult};
 

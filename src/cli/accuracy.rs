@@ -22,6 +22,12 @@ pub struct AccuracyArgs {
     /// Published diffusion step times kept out of the fit: the diffusion speed held-out check.
     #[arg(long, default_value = DIFFUSION_SPEED_HELD_OUT)]
     pub diffusion_speed_held_out: PathBuf,
+    /// Published training throughputs the training speed estimate was fitted on.
+    #[arg(long, default_value = TRAINING_SPEED_REFERENCE)]
+    pub training_speed_reference: PathBuf,
+    /// Published training throughputs kept out of the fit: the training speed held-out check.
+    #[arg(long, default_value = TRAINING_SPEED_HELD_OUT)]
+    pub training_speed_held_out: PathBuf,
     /// Print every row, not only the per-kind summary.
     #[arg(long, short)]
     pub verbose: bool,
@@ -34,6 +40,8 @@ const SPEED_REFERENCE: &str = "tests/data/speed-llama-cpp.jsonl";
 const SPEED_HELD_OUT: &str = "tests/data/speed-held-out.jsonl";
 const DIFFUSION_SPEED_REFERENCE: &str = "tests/data/speed-diffusion.jsonl";
 const DIFFUSION_SPEED_HELD_OUT: &str = "tests/data/speed-diffusion-held-out.jsonl";
+const TRAINING_SPEED_REFERENCE: &str = "tests/data/speed-training.jsonl";
+const TRAINING_SPEED_HELD_OUT: &str = "tests/data/speed-training-held-out.jsonl";
 
 pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
     let report = crate::accuracy::run_file(&a.reference)?;
@@ -42,6 +50,9 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
     let diffusion = crate::accuracy::diffusion_speed_rows::run_file(&a.diffusion_speed_reference)?;
     let diffusion_held_out =
         crate::accuracy::diffusion_speed_rows::run_file(&a.diffusion_speed_held_out)?;
+    let training = crate::accuracy::training_speed_rows::run_file(&a.training_speed_reference)?;
+    let training_held_out =
+        crate::accuracy::training_speed_rows::run_file(&a.training_speed_held_out)?;
     if a.json {
         let out = serde_json::json!({
             "rows": report.rows,
@@ -66,6 +77,16 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
                 "rows": diffusion_held_out.rows,
                 "by_kind": diffusion_held_out.by_kind(),
                 "skipped": diffusion_held_out.skipped,
+            },
+            "training_speed": {
+                "rows": training.rows,
+                "by_kind": training.by_kind(),
+                "skipped": training.skipped,
+            },
+            "training_speed_held_out": {
+                "rows": training_held_out.rows,
+                "by_kind": training_held_out.by_kind(),
+                "skipped": training_held_out.skipped,
             },
         });
         outln!(
@@ -95,6 +116,16 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
             a.diffusion_speed_held_out.display()
         )?;
         out!("{}", diffusion_held_out.render(a.verbose))?;
+        outln!(
+            "\ntraining speed against {} (in-sample: the training efficiency is fitted on these rows)\n",
+            a.training_speed_reference.display()
+        )?;
+        out!("{}", training.render(a.verbose))?;
+        outln!(
+            "\ntraining speed against {} (held out: not fitted on)\n",
+            a.training_speed_held_out.display()
+        )?;
+        out!("{}", training_held_out.render(a.verbose))?;
     }
     Ok(())
 }
