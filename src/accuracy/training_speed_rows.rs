@@ -1,6 +1,6 @@
 //! The training speed reference: published training throughput (tokens per second) against
 //! `speed::llm`'s training estimate, in two files of one schema:
-//! `tests/data/speed-training.jsonl`, the rows the training efficiency of `speed::llm` is fitted on,
+//! `tests/data/speed-training.jsonl`, the rows `speed::llm::TRAINING_EFFICIENCY` was fitted on,
 //! and `tests/data/speed-training-held-out.jsonl`, rows it was not fitted on (other cards, another
 //! model and recipe table), which `vram-doctor accuracy` reports apart.
 //!
@@ -179,13 +179,14 @@ mod tests {
             lora.rows[0].estimated_per_s,
         );
         assert!(c < 0.85 * f && l > 1.3 * f, "full {f} ckpt {c} lora {l}");
-        // Eight GPUs train about eight times the tokens.
+        // Eight GPUs train about eight times the tokens (a little more: ZeRO gives each GPU
+        // an eighth of the optimizer step).
         let eight = run(&row(
             r#""method":"full","checkpointing":"none","gpu_count":8,"zero_stage":3,"tokens_per_s":1000"#,
         ));
         assert_eq!(eight.rows[0].kind, "training full, several GPUs");
         let ratio = eight.rows[0].estimated_per_s / f;
-        assert!(ratio > 7.0 && ratio <= 8.0 + 1e-9, "{ratio}");
+        assert!(ratio > 7.0 && ratio < 9.0, "{ratio}");
     }
 
     #[test]

@@ -117,7 +117,7 @@ pub fn run(a: &AccuracyArgs) -> Result<(), CliError> {
         )?;
         out!("{}", diffusion_held_out.render(a.verbose))?;
         outln!(
-            "\ntraining speed against {} (in-sample: the training efficiency is fitted on these rows)\n",
+            "\ntraining speed against {} (in-sample: TRAINING_EFFICIENCY was fitted on these rows)\n",
             a.training_speed_reference.display()
         )?;
         out!("{}", training.render(a.verbose))?;

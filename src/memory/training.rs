@@ -56,7 +56,7 @@ pub const FORWARD_END_LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 10.0;
 pub const LOGITS_RESERVED_SLACK: f64 = 47.0 / LOGITS_BYTES_PER_VOCAB_TOKEN - 1.0;
 
 /// Model-state bytes per parameter: (weights, gradients).
-fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
+pub fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
     match (p, zero) {
         (Precision::Fp32, _) => (4.0, 4.0),
         (Precision::Bf16, _) => (2.0, 2.0),
