@@ -1086,8 +1086,9 @@ mod any_workload {
 }
 
 /// Issue 17: `--export vllm` (or ollama, llama.cpp) of a plan made for another engine plans the
-/// run for that engine, with its nearest weight format, and says so on stderr; a training plan
-/// still has no inference-engine export.
+/// run for that engine, with its nearest weight format, and says so on stderr, and when that
+/// engine's plan does not fit, says that too; a training plan still has no inference-engine
+/// export.
 #[test]
 fn an_engine_export_of_another_engines_plan_plans_for_that_engine() {
     let ok = |args: &[&str]| {
@@ -1130,6 +1131,24 @@ fn an_engine_export_of_another_engines_plan_plans_for_that_engine() {
     ]);
     assert!(err.contains("q4_k_m → awq-4bit"), "{err}");
     assert!(text.contains("a awq-4bit checkpoint"), "{text}");
+    // A 14B model in AWQ does not fit vLLM on 8 GB: the settings are still printed, never
+    // silently (the llama.cpp plan fitted by splitting, which vLLM cannot do).
+    assert!(
+        err.contains("'vllm' settings do not fit this card") && err.contains("short"),
+        "{err}"
+    );
+    let (_, err) = ok(&[
+        "plan",
+        "--gpu",
+        "rtx-4090",
+        "--model",
+        "llama-3.1-8b",
+        "--engine",
+        "transformers",
+        "--export",
+        "vllm",
+    ]);
+    assert!(!err.contains("do not fit"), "{err}");
     // An AWQ plan for transformers exported to ollama: Q4_K_M, split to fit 8 GB.
     let (text, err) = ok(&[
         "plan",

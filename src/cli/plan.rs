@@ -136,8 +136,9 @@ pub struct PlanArgs {
     #[arg(long)]
     pub min_tokens_per_s: Option<f64>,
     /// Print the planned settings for a tool instead of the table: deepspeed, hf-training,
-    /// hf-training-cli, accelerate-fsdp, peft, llama.cpp, ollama, vllm, transformers, comfyui,
-    /// diffusers, allocator, report, report-json, or `all` (what applies). Repeat or list.
+    /// hf-training-cli, accelerate-fsdp, peft, llama.cpp, ollama, lm-studio, vllm, transformers,
+    /// comfyui, diffusers, allocator, report, report-json, or `all` (what applies). Repeat or
+    /// list.
     #[arg(long, value_delimiter = ',')]
     pub export: Vec<String>,
     /// Write the exports here (a file for one, a directory for several) instead of stdout.
@@ -400,9 +401,14 @@ fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), CliE
         let text = match crate::export::retarget(*k, w) {
             Some((x, note)) if !applies.contains(k) => {
                 eprintln!("note: {note}");
-                render(*k, &x, &plan_any(&x))?
+                let replanned = plan_any(&x);
+                warn_if_short(*k, &replanned);
+                render(*k, &x, &replanned)?
             }
-            _ => render(*k, w, result)?,
+            _ => {
+                warn_if_short(*k, result);
+                render(*k, w, result)?
+            }
         };
         texts.push((*k, text));
     }
@@ -433,6 +439,18 @@ fn export(a: &PlanArgs, w: &AnyWorkload, result: &PlanResult) -> Result<(), CliE
         }
     }
     Ok(())
+}
+
+/// An export of a plan that does not fit is still written (it is the closest the tool's
+/// settings come), but never silently: one note on stderr says so, with the verdict's figures.
+fn warn_if_short(k: crate::export::ExportKind, r: &PlanResult) {
+    if !r.fits && !r.plan.fits {
+        eprintln!(
+            "note: the '{k}' settings do not fit this card, and no change the planner knows makes \
+             them fit: {}",
+            r.verdict.message()
+        );
+    }
 }
 
 /// A path written with a trailing separator (`plan-out/`) names a folder even before it exists.
