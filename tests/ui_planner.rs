@@ -541,7 +541,7 @@ fn hires_fix_png() -> PathBuf {
 
 #[test]
 fn a_comfyui_workflow_opens_as_its_peak_pass() {
-    let mut h = hires_fix_opened();
+    let h = hires_fix_opened();
     let w = &h.state().workload;
     assert_eq!(w.model.preset.as_deref(), Some("sdxl"));
     // The hires-fix second pass: 1024 × 1.5, batch 2 (tests/data/comfy/gen_workflows.py).
