@@ -315,10 +315,14 @@ impl PlanArgs {
             f.run.task.get_or_insert(Task::Game);
         }
         // `--gpu`/`--model` may name one of the user's own presets (the catalog tab's).
-        if let Ok(path) = crate::catalog::user::default_path() {
-            let (gpu, model) = (self.gpu.as_deref(), self.model.as_deref());
-            crate::catalog::user::use_in_workload(&mut f, gpu, model, &path)?;
-        }
+        let path = crate::catalog::user::default_path();
+        let (gpu, model) = (self.gpu.as_deref(), self.model.as_deref());
+        crate::catalog::user::use_in_workload(
+            &mut f,
+            gpu,
+            model,
+            path.as_deref().map_err(String::as_str),
+        )?;
         Ok(f)
     }
 

@@ -190,7 +190,7 @@ mod tests {
             }),
             _ => planned(&w, &r),
         };
-        assert_eq!(resolve(&after), expect, "{}", after.to_toml());
+        assert_eq!(resolve(&after), expect, "{}", after.to_toml().unwrap());
         (file, after)
     }
 
@@ -210,7 +210,7 @@ mod tests {
             "[gpu]\nvram_gib = 12\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\n",
         );
         assert_ne!(before.run, after.run);
-        assert!(after.run.weights.is_some(), "{}", after.to_toml());
+        assert!(after.run.weights.is_some(), "{}", after.to_toml().unwrap());
         applied_equals_planned(
             "[gpu]\nvram_gib = 10\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\nengine = \"diffusers\"\nbatch = 4\n",
         );

@@ -277,8 +277,9 @@ impl WorkloadFile {
         Self::parse(&text, &path.display().to_string())
     }
 
-    pub fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).unwrap_or_default()
+    /// The file's text. A value TOML cannot hold is an error, never an empty or partial file.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string_pretty(self)
     }
 
     /// This workload with `fields` set, each named as in the file (`run.batch`, `gpu.vram_gib`)

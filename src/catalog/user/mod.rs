@@ -469,12 +469,13 @@ impl UserPresets {
 /// the LLM tasks (diffusion and game tasks name their own presets), and only when it is all the
 /// `[model]` section says, so no other model field is dropped. A file that exists but cannot be
 /// read as presets is an error naming the id, the file, and the line and reason (the resolver
-/// would only say "unknown preset").
+/// would only say "unknown preset"), and so is a `path` that could not be found (no config
+/// directory).
 pub fn use_in_workload(
     f: &mut WorkloadFile,
     gpu: Option<&str>,
     model: Option<&str>,
-    path: &Path,
+    path: Result<&Path, &str>,
 ) -> Result<(), String> {
     let key = |id: &str| id.trim().to_ascii_lowercase();
     let gpu = gpu.filter(|id| !UserGpu::builtin(id));
@@ -489,7 +490,7 @@ pub fn use_in_workload(
     if gpu.is_none() && model.is_none() {
         return Ok(());
     }
-    let user = read(path).map_err(|e| {
+    let user = path.map_err(str::to_string).and_then(read).map_err(|e| {
         let (flag, id) = match (gpu, model) {
             (Some(g), _) => ("--gpu", g),
             (None, m) => ("--model", m.unwrap_or_default()),
@@ -523,6 +524,22 @@ mod tests {
 
     pub(super) fn model() -> UserModel {
         UserModel::from_builtin(Catalog::get().model("llama-3.1-8b").unwrap()).unwrap()
+    }
+
+    /// Without a config directory, a name that is no built-in preset says why the user's
+    /// presets were not looked at (before: skipped, and the resolver said "unknown preset");
+    /// a built-in name needs no file.
+    #[test]
+    fn a_missing_config_directory_is_named_not_skipped() {
+        let why = "no config directory is known for this user";
+        let mut f = WorkloadFile::default();
+        let e = use_in_workload(&mut f, Some("my-card"), None, Err(why)).unwrap_err();
+        assert!(
+            e.starts_with("--gpu my-card: not a built-in preset") && e.ends_with(why),
+            "{e}"
+        );
+        use_in_workload(&mut f, Some("rtx-4090"), None, Err(why)).unwrap();
+        assert_eq!(f, WorkloadFile::default());
     }
 
     #[test]

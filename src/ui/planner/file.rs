@@ -265,8 +265,10 @@ impl PlannerView {
             return;
         };
         self.status = Some(
-            write_atomic(&path, &self.workload.to_toml())
-                .map_err(String::from)
+            self.workload
+                .to_toml()
+                .map_err(|e| format!("not saved: {e}"))
+                .and_then(|text| write_atomic(&path, &text).map_err(String::from))
                 .map(|()| {
                     let msg = trf("Saved {path}", &[("path", &path.display())]);
                     self.path = Some(path);
