@@ -219,9 +219,34 @@ fn refusals_name_the_feature() {
     }
 }
 
-/// `tools/hf_oracle.py` on a sample of types gives the committed rows again (transformers is
-/// pinned in tests/calibration/requirements-dry-run.txt; CI installs it and sets
-/// `VRAM_DOCTOR_CALIBRATION_PYTHON`).
+/// Rows of `tools/hf_oracle.py WHAT --only SAMPLE`, run with `py`.
+fn regenerate(py: &str, what: &str, sample: &[&str]) -> Vec<Value> {
+    let out = Command::new(py)
+        .arg(root().join("tools/hf_oracle.py"))
+        .args([what, "--only", &sample.join(",")])
+        .output()
+        .expect("run tools/hf_oracle.py");
+    assert!(
+        out.status.success(),
+        "hf_oracle.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON row"))
+        .collect();
+    assert_eq!(
+        fresh.len(),
+        sample.len(),
+        "one row per sampled {what} entry"
+    );
+    fresh
+}
+
+/// `tools/hf_oracle.py` on a sample of types, and on one real config (Mistral Small 3.1, whose
+/// head the generator unties as its writer read it: `tie_as_written`), gives the committed rows
+/// again (transformers is pinned in tests/calibration/requirements-dry-run.txt; CI installs it
+/// and sets `VRAM_DOCTOR_CALIBRATION_PYTHON`).
 #[test]
 fn the_committed_rows_are_what_the_generator_gives() {
     let py = match std::env::var("VRAM_DOCTOR_CALIBRATION_PYTHON") {
@@ -248,23 +273,8 @@ fn the_committed_rows_are_what_the_generator_gives() {
         "qwen3_moe",
         "qwen3_next",
     ];
-    let out = Command::new(&py)
-        .arg(root().join("tools/hf_oracle.py"))
-        .args(["defaults", "--only", &sample.join(",")])
-        .output()
-        .expect("run tools/hf_oracle.py");
-    assert!(
-        out.status.success(),
-        "hf_oracle.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let fresh: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON row"))
-        .collect();
     let committed = rows("transformers-defaults.jsonl");
-    assert_eq!(fresh.len(), sample.len(), "one row per sampled type");
-    for row in &fresh {
+    for row in &regenerate(&py, "defaults", &sample) {
         let ty = row["model_type"].as_str().unwrap();
         let old = committed
             .iter()
@@ -273,6 +283,18 @@ fn the_committed_rows_are_what_the_generator_gives() {
         assert_eq!(
             row, old,
             "{ty}: regenerated row differs from the committed one"
+        );
+    }
+    let committed = rows("transformers-configs.jsonl");
+    for row in &regenerate(&py, "configs", &["mistral-small-3.1-24b-instruct-2503"]) {
+        let file = row["file"].as_str().unwrap();
+        let old = committed
+            .iter()
+            .find(|r| r["file"] == file)
+            .unwrap_or_else(|| panic!("{file} is not in the committed rows"));
+        assert_eq!(
+            row, old,
+            "{file}: regenerated row differs from the committed one"
         );
     }
 }
