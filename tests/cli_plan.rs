@@ -491,3 +491,57 @@ fn plan_uses_a_catalog_rows_own_weight_format() {
         "{bf16} vs {mxfp4}"
     );
 }
+
+/// Issue 17, spills: an inference run over the card says what it costs where the driver lets it
+/// run from shared system memory (Windows' sysmem fallback): decode over PCIe, slower than all
+/// in VRAM. llama.cpp's --fit splits instead, so only a set -ngl gets the sentence.
+#[test]
+fn a_run_over_the_card_says_what_spilling_into_shared_memory_costs() {
+    let why = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            "--gpu",
+            "rtx-4060",
+            "--model",
+            "qwen2.5-14b",
+            "--seq",
+            "16384",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["plan"]["why"].as_str().unwrap().to_string()
+    };
+    let figures = |text: &str| -> (f64, f64) {
+        let after = |key: &str| -> f64 {
+            let rest =
+                &text[text.find(key).unwrap_or_else(|| panic!("{key}: {text}")) + key.len()..];
+            rest.split_whitespace().next().unwrap().parse().unwrap()
+        };
+        (after("GB/s: about "), after("decode, against "))
+    };
+    let t = why(&["--weights", "awq-4bit", "--engine", "transformers"]);
+    assert!(
+        t.contains("shared system memory") && t.contains("over PCIe"),
+        "{t}"
+    );
+    let (spilled, full) = figures(&t[t.find("If it runs anyway").unwrap()..]);
+    assert!(
+        spilled > 0.0 && spilled < 0.5 * full,
+        "{spilled} vs {full}: {t}"
+    );
+    // llama.cpp with --fit: no spill; with -ngl forced to every layer: the same sentence.
+    let fit = why(&["--weights", "q4_k_m", "--engine", "llama.cpp"]);
+    assert!(!fit.contains("shared system memory"), "{fit}");
+    let forced = why(&[
+        "--weights",
+        "q4_k_m",
+        "--engine",
+        "llama.cpp",
+        "--gpu-layers",
+        "49",
+    ]);
+    assert!(forced.contains("shared system memory"), "{forced}");
+}

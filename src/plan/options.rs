@@ -281,12 +281,40 @@ fn candidates(w: &Workload, p: &Plan, current: PlanOption) -> (Vec<PlanOption>, 
     (opts, plain)
 }
 
+/// What the inference run as given costs where the driver lets it spill into shared system
+/// memory instead of failing (Windows, `speed::llm::spilled_decode_tokens_per_s`), when it is
+/// over the card: one sentence of the plan's why. llama.cpp's `--fit` keeps a run off shared
+/// memory by splitting, unless `-ngl` is set.
+fn spill_note(w: &Workload, b: &Breakdown, p: &mut Plan) {
+    let need = b.required_bytes();
+    let over = need.saturating_sub(b.capacity_bytes);
+    if w.run.task != Task::Inference
+        || over == 0
+        || (w.run.engine == Engine::LlamaCpp && w.run.gpu_layers.is_none())
+    {
+        return;
+    }
+    let share = over as f64 / need as f64;
+    let full = speed::llm::speed(w).decode_tokens_per_s;
+    if let (Some(full), Some(spilled)) = (full, speed::llm::spilled_decode_tokens_per_s(w, share)) {
+        p.why.push(
+            Message::new("plan.why.spill")
+                .bytes("over", over)
+                .fixed("pcie", w.gpu.speed.pcie_gbs, 0)
+                .fixed("vram", w.gpu.speed.bandwidth_gbs, 0)
+                .fixed("spill", spilled, 1)
+                .fixed("full", full, 1),
+        );
+    }
+}
+
 /// Adds speed, placement and the side-by-side options to a plan made by the strategy search,
 /// and for llama.cpp makes the recommendation the best option.
 pub fn add(w: &Workload, b: &Breakdown, p: &mut Plan) {
     let current = option(w, "recommended".into(), p.changes.clone(), p.fits);
     p.speed = Some(current.speed.clone());
     p.placement = current.placement.clone();
+    spill_note(w, b, p);
     if w.run.engine != Engine::LlamaCpp || w.run.task == Task::Training {
         return;
     }

@@ -107,6 +107,25 @@ fn layer_overhead(a: &crate::types::arch::ModelArch) -> f64 {
 }
 
 fn inference(w: &Workload) -> Speed {
+    inference_spilling(w, 0.0)
+}
+
+/// Decode tokens per second of an inference run of which the share `spilled` (0 to 1) of its
+/// GPU memory does not fit the card but runs anyway from shared system memory, or `None` when
+/// the card's figures are unknown. Windows' CUDA driver places what does not fit in system RAM
+/// instead of failing (NVIDIA driver 536.40 and later, "CUDA - Sysmem Fallback Policy", default
+/// "Prefer Sysmem Fallback": NVIDIA support answer 5490); the GPU then reads that share of what
+/// a decode step reads (weights and KV cache) over PCIe every token, at the link's rate
+/// (`types::gpu::pcie_gbs`) instead of VRAM's. Which allocations the driver moves is not known:
+/// the spilled share of the memory is taken as the same share of the bytes each token reads.
+pub fn spilled_decode_tokens_per_s(w: &Workload, spilled: f64) -> Option<f64> {
+    if w.gpu.speed.pcie_gbs <= 0.0 {
+        return None;
+    }
+    inference_spilling(w, spilled.clamp(0.0, 1.0)).decode_tokens_per_s
+}
+
+fn inference_spilling(w: &Workload, spilled: f64) -> Speed {
     let r = &w.run;
     let g = &w.gpu.speed;
     let a = &w.model;
@@ -151,7 +170,11 @@ fn inference(w: &Workload) -> Speed {
         PREFILL_EFFICIENCY_16BIT
     };
     // One decode step: memory time of both sides, or compute time at large batches.
-    let step_memory = gpu_read / (gpu_bw * eff) + host_read / host_bw + overhead;
+    let spilled = spilled * gpu_read;
+    let step_memory = (gpu_read - spilled) / (gpu_bw * eff)
+        + spilled / (g.pcie_gbs.max(0.1) * 1e9)
+        + host_read / host_bw
+        + overhead;
     let step_compute = tflops.map_or(0.0, |t| {
         batch * forward_flops(w, f64::from(r.seq)) / (t * prefill_eff)
     });
