@@ -505,4 +505,13 @@ fn a_published_file_size_is_the_weights_of_its_format() {
             .iter()
             .any(|n| n.to_string().contains("published"))
     );
+    // Without a published file the plan says that the file type's rule over-counts the
+    // MXFP4 experts, which GGUF files keep.
+    let keeps = |w: &vram_doctor::types::workload::Workload| {
+        w.model_notes
+            .iter()
+            .any(|n| n.to_string().contains("keep its experts in MXFP4"))
+    };
+    assert!(keeps(&q8), "{:?}", q8.model_notes);
+    assert!(!keeps(&w), "{:?}", w.model_notes);
 }

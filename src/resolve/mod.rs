@@ -148,6 +148,16 @@ impl WorkloadFile {
                     .text("planned", run.weights.to_string())
                     .text("files", f.to_string()),
             );
+            // GGUF conversions of MXFP4 experts keep them in MXFP4 whatever the file type
+            // (bartowski/openai_gpt-oss-20b-GGUF README: "All quants keep the feed forward
+            // networks at mxfp4"; unsloth's gpt-oss-120b F16 file holds 60.87 GiB, not the
+            // 218 GiB of 2 bytes a parameter), which the file type's formula does not know.
+            if f == WeightFormat::Mxfp4 && run.weights.is_gguf() && file_weights.is_none() {
+                model_notes.push(
+                    Message::new("resolve.weights.gguf_of_mxfp4")
+                        .text("planned", run.weights.to_string()),
+                );
+            }
         }
         Ok(Workload {
             gpu,
