@@ -405,6 +405,10 @@ fn catalog_rows_plan_as_their_configs_inspect() {
         "qwen3-next-80b-a3b",
         "glm-4.5",
         "kimi-k2",
+        "gpt-oss-120b",
+        "qwen3-coder-480b-a35b",
+        "mistral-small-3.1-24b",
+        "olmo-2-13b",
     ] {
         assert!(checked.contains(&id), "{id} not checked: {checked:?}");
     }
