@@ -89,6 +89,9 @@ impl VramDoctorApp {
     /// Opens a workload or a ComfyUI workflow in the planner and shows it (`--open FILE`, a
     /// file dropped on the window).
     pub fn open_file(&mut self, path: &std::path::Path) {
+        // `--open` comes before the first frame, which is what sets the thread's language: the
+        // status line and the workflow's lines are said in the app's language all the same.
+        i18n::set_lang(self.state.lang);
         self.state.planner.open_path(path);
         self.state.tab = Tab::Planner;
     }
