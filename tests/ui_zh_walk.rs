@@ -38,7 +38,10 @@ fn glossary_zh() -> Vec<(String, String)> {
     let g = Glossary::get();
     let controls = g.control.iter().map(|c| (c.labels.join("/"), &c.text));
     let choices = g.choice.iter().map(|c| (c.values.join("/"), &c.text));
-    let parts = g.part.iter().map(|p| (p.ids.join("/"), &p.text));
+    let parts = g.part.iter().map(|p| {
+        let ids: Vec<&str> = p.ids.iter().map(|i| i.as_str()).collect();
+        (ids.join("/"), &p.text)
+    });
     controls
         .chain(choices)
         .chain(parts)
