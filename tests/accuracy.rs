@@ -156,7 +156,7 @@ fn diffusion_speed_against_published_step_times() {
 /// tests/data/speed-training-held-out.jsonl, other cards, another model and another recipe
 /// table, not fitted on): every row of both is estimated, each method and both one GPU and
 /// FSDP over several are covered, and no held-out row repeats an in-sample figure. In-sample
-/// rows within ±25% each; the held-out median within ±25% (the README's 20%: the H100 rows
+/// rows within ±25% each; the held-out median within ±25% (the README's 11%: the H100 rows
 /// and an uncompiled run come out fast, `speed::llm::TRAINING_EFFICIENCY`).
 #[test]
 fn training_speed_against_published_throughputs() {

@@ -57,6 +57,19 @@ fn gpu_names_and_aliases_are_unambiguous() {
 fn gpu_figures_are_consistent() {
     for g in &Catalog::get().gpus {
         assert!(g.validate().is_ok(), "{}", g.id);
+        // A measured matmul rate is given only where it falls short of the data sheet, and the
+        // speed estimates start from it (an RTX A6000: 123.3 of 154.8).
+        if let Some(m) = g.matmul_tflops {
+            assert_eq!(g.sustained_tflops(), Some(m), "{}", g.id);
+            assert!(g.source.contains("matmul_tflops"), "{}: no source", g.id);
+        }
+        let mut bad = g.clone();
+        bad.matmul_tflops = bad.fp16_tflops.map(|t| t * 1.5).or(Some(1.0));
+        assert!(
+            bad.validate().is_err(),
+            "{}: matmul above the data sheet",
+            g.id
+        );
         // Every fp8 generation (Ada, Hopper, Blackwell, CDNA3, RDNA4) also does bf16.
         assert!(!g.fp8 || g.bf16, "{}: fp8 without bf16", g.id);
         // Unified-memory SoCs have no PCIe host link, discrete cards always have one.

@@ -56,20 +56,19 @@ pub const PREFILL_EFFICIENCY_16BIT: f64 = 0.6;
 pub const TRANSFORMERS_DECODE_EFFICIENCY: f64 = 0.35;
 pub const VLLM_DECODE_EFFICIENCY: f64 = 0.65;
 
-/// Share of the card's dense 16-bit tensor rate (`fp16_tflops`, fp32 accumulate) a training
-/// step's matrix multiplications run at, counting every FLOP the step does (the recomputation
-/// of checkpointed layers included: llm-foundry's "HFU", not its MFU). The median of what the
-/// in-sample rows of `tests/data/speed-training.jsonl` imply under [`training`]'s count of
-/// FLOPs and memory passes: torchtune's README table on one RTX 4090 (Llama 3.1 8B full 64%,
-/// QLoRA 72%, LoRA 88%; torch.compile on) and llm-foundry's MPT-7B benchmarks on 8 A100-80GB
-/// (63% at 2k tokens, 67% at 4k and 75% at 1k with checkpointing). Held out
-/// (`tests/data/speed-training-held-out.jsonl`): the A100-40GB rows imply 65-68% and
-/// torchtune's compiled Llama 3.2 3B on an A100 58-69%, but the same run without torch.compile
-/// 49%, and the H100 rows 45-56% (its data-sheet rate is further from what its matmuls reach:
-/// 80% in stas00/ml-engineering's "Maximum Achievable Matmul FLOPS" table, the A100 87%), so
-/// an uncompiled run or an H100 comes out up to a third (H100 at 2k tokens: half) faster than
-/// measured.
-pub const TRAINING_EFFICIENCY: f64 = 0.70;
+/// Share of the card's 16-bit tensor rate (`fp16_tflops`: the data sheet's dense rate with
+/// fp32 accumulate, or the measured matmul rate where lower, `types::gpu::Gpu::sustained_tflops`)
+/// a training step's matrix multiplications run at, counting every FLOP the step does (the
+/// recomputation of checkpointed layers included: llm-foundry's "HFU", not its MFU). The median
+/// of what the in-sample rows of `tests/data/speed-training.jsonl` imply under [`training`]'s
+/// count of FLOPs and memory passes: torchtune's README table on one RTX 4090 (Llama 3.1 8B full
+/// 64%, QLoRA 72%, LoRA 88%; torch.compile on) and llm-foundry's MPT-7B benchmarks on 8
+/// A100-80GB (of the 264.5 TFLOPS an A100 SXM4 80GB measures: 74% at 2k tokens, 80% at 4k and
+/// 89% at 1k with checkpointing). Held out (`tests/data/speed-training-held-out.jsonl`): the
+/// A100-40GB rows imply 82-86% and torchtune's compiled Llama 3.2 3B on an A100 68-81%, but the
+/// same run without torch.compile 58%, and the H100 rows 56-69% of its measured 797.5 TFLOPS,
+/// so an uncompiled run or an H100 comes out up to a third faster than measured.
+pub const TRAINING_EFFICIENCY: f64 = 0.77;
 
 /// Speed of an LLM workload.
 pub fn speed(w: &Workload) -> Speed {

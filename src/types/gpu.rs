@@ -47,6 +47,13 @@ pub struct Gpu {
     /// diffusion speeds then say they are unknown).
     #[serde(default)]
     pub fp16_tflops: Option<f64>,
+    /// The largest dense 16-bit `torch.matmul` rate measured on the card and published, TFLOPS,
+    /// given where it falls well short of `fp16_tflops`: a power-limited workstation or
+    /// datacenter card does not hold the clock its data-sheet figure assumes (an RTX A6000
+    /// measures 123 of its 154.8, an L40S 269 of 362). Speeds use the lower of the two
+    /// ([`Gpu::sustained_tflops`]).
+    #[serde(default)]
+    pub matmul_tflops: Option<f64>,
     #[serde(default)]
     pub aliases: Vec<String>,
     /// Where the numbers come from.
@@ -59,9 +66,27 @@ impl Gpu {
     }
 
     /// Checks that the figures describe a real card; names the first bad field.
+    /// The 16-bit tensor rate speed estimates start from: the data sheet's, or the measured
+    /// matmul rate where that is lower.
+    pub fn sustained_tflops(&self) -> Option<f64> {
+        match (self.fp16_tflops, self.matmul_tflops) {
+            (Some(d), Some(m)) => Some(d.min(m)),
+            (d, _) => d,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if !(self.vram_gib > 0.0 && self.vram_gib < 4096.0) {
             return Err("vram_gib must be between 0 and 4096".into());
+        }
+        match (self.fp16_tflops, self.matmul_tflops) {
+            (_, None) => {}
+            (Some(d), Some(m)) if m > 0.0 && m <= d => {}
+            _ => {
+                return Err(
+                    "matmul_tflops must be positive, at most fp16_tflops, and given with it".into(),
+                );
+            }
         }
         if !(self.bandwidth_gbs > 0.0 && self.bandwidth_gbs < 100_000.0) {
             return Err("bandwidth_gbs must be between 0 and 100000 GB/s".into());

@@ -355,7 +355,8 @@ pub struct GpuSpeed {
     pub bandwidth_gbs: f64,
     /// Usable host-to-device bandwidth, GB/s (`diffusion::pcie_gbs`; 0 = none or unknown).
     pub pcie_gbs: f64,
-    /// Dense fp16/bf16 tensor TFLOPS with fp32 accumulate.
+    /// Dense fp16/bf16 tensor TFLOPS with fp32 accumulate: the preset's data-sheet figure, or
+    /// its measured matmul rate where lower (`Gpu::sustained_tflops`).
     pub fp16_tflops: Option<f64>,
 }
 
