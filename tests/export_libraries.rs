@@ -107,6 +107,12 @@ const GRID: &[(&str, &str, &str, &str)] = &[
         "method = \"lora\"\nlora_rank = 64\nlora_targets = \"qv\"\nbatch = 2\nseq = 1024",
     ),
     (
+        "lora-pattern-qk",
+        "rtx-4090",
+        "qwen2.5-1.5b",
+        "method = \"lora\"\nlora_targets = '.*\\.(q|k)_proj'\nbatch = 1\nseq = 1024",
+    ),
+    (
         "lora-attention-ddp",
         "rtx-4090\ncount = 4",
         "llama-3.1-8b",
@@ -298,7 +304,8 @@ fn optimizer_class(o: Optimizer, step: OptimizerStep) -> (&'static str, Value) {
 /// Leaf names of the linear layers LoRA wraps on a Llama-shaped model for each choice
 /// (peft `"all-linear"` takes every linear layer but the output head, peft
 /// `tuners/tuners_utils.py` `_maybe_include_all_linear_layers`).
-fn wrapped(t: LoraTargets) -> Vec<&'static str> {
+fn wrapped(t: &LoraTargets) -> Vec<&str> {
+    // The cases are Llama/Qwen2 models: the leaf names PEFT wraps for each spelling.
     let mut v = match t {
         LoraTargets::AllLinear => vec![
             "q_proj",
@@ -310,7 +317,9 @@ fn wrapped(t: LoraTargets) -> Vec<&'static str> {
             "down_proj",
         ],
         LoraTargets::Attention => vec!["q_proj", "k_proj", "v_proj", "o_proj"],
-        LoraTargets::Qv => vec!["q_proj", "v_proj"],
+        LoraTargets::Default => vec!["q_proj", "v_proj"],
+        LoraTargets::Names(n) => n.iter().map(String::as_str).collect(),
+        LoraTargets::Regex(p) => panic!("give the wrapped names of the pattern case {p} by hand"),
     };
     v.sort_unstable();
     v
@@ -466,7 +475,10 @@ fn compare(case: &Case, res: &Value, failures: &mut Vec<String>) {
     eq(
         "LoRA modules wrapped",
         &p["wrapped"],
-        json!(wrapped(r.lora_targets)),
+        json!(match &r.lora_targets {
+            LoraTargets::Regex(_) => vec!["k_proj", "q_proj"],
+            t => wrapped(t),
+        }),
     );
     eq("LoRA task_type", &p["task_type"], json!("CAUSAL_LM"));
     let multi = case.plan.gpu.count > 1;

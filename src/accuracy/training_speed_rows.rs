@@ -105,7 +105,7 @@ impl TrainingSpeedRow {
         r.grad_accum = Some(i64::from(self.grad_accum));
         r.optimizer = self.optimizer;
         r.lora_rank = self.lora_rank.map(i64::from);
-        r.lora_targets = self.lora_targets;
+        r.lora_targets.clone_from(&self.lora_targets);
         r.zero_stage = self.zero_stage.map(i64::from);
         r.offload = self.offload;
         r.loss = self.loss;

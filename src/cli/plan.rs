@@ -90,6 +90,9 @@ pub struct PlanArgs {
     pub checkpointing: Option<Checkpointing>,
     #[arg(long)]
     pub lora_rank: Option<i64>,
+    /// Which linear modules get LoRA adapters, as PEFT's `target_modules`: all-linear,
+    /// attention, default (PEFT's own for the model type), names (q_proj,v_proj) or a
+    /// regular expression over the module keys (.*\.(q|v)_proj).
     #[arg(long)]
     pub lora_targets: Option<LoraTargets>,
     #[arg(long)]
@@ -264,7 +267,7 @@ impl PlanArgs {
         );
         set(&mut r.checkpointing, self.checkpointing);
         set(&mut r.lora_rank, self.lora_rank);
-        set(&mut r.lora_targets, self.lora_targets);
+        set(&mut r.lora_targets, self.lora_targets.clone());
         set(&mut r.grad_accum, self.grad_accum);
         set(&mut r.zero_stage, self.zero_stage);
         set(&mut r.offload, self.offload);

@@ -5,15 +5,23 @@
 
 use super::transformers::{bnb_config, compute_dtype, format_note, load_call, model_class};
 use super::{ExportKind, comments, deepspeed};
-use crate::types::options::{Checkpointing, LoraTargets, Method, Objective};
+use crate::memory::lora::{PeftTargets, peft_targets};
+use crate::types::options::{Checkpointing, Method, Objective};
 use crate::types::workload::Workload;
 
-/// `target_modules` for the run's choice of layers (Llama-style projection names).
-pub fn target_modules(t: LoraTargets) -> &'static str {
-    match t {
-        LoraTargets::AllLinear => "\"all-linear\"",
-        LoraTargets::Attention => "[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\"]",
-        LoraTargets::Qv => "[\"q_proj\", \"v_proj\"]",
+/// `target_modules` as Python: the model's own module names for a keyword
+/// (`memory::lora::peft_targets`), a pattern as a string literal (JSON's escapes are Python's).
+pub fn target_modules(w: &Workload) -> String {
+    match peft_targets(&w.model, &w.run.lora_targets) {
+        PeftTargets::AllLinear => "\"all-linear\"".to_string(),
+        PeftTargets::List(n) => format!(
+            "[{}]",
+            n.iter()
+                .map(|x| format!("\"{x}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        PeftTargets::Pattern(p) => serde_json::Value::from(p).to_string(),
     }
 }
 
@@ -93,7 +101,7 @@ pub fn render(w: &Workload) -> String {
         "\nlora_config = LoraConfig(\n    r={},\n    lora_alpha={},\n    lora_dropout=0.05,\n    target_modules={},\n    task_type=\"{task}\",\n)\nmodel = get_peft_model(model, lora_config)\nmodel.print_trainable_parameters()\n",
         r.lora_rank,
         2 * r.lora_rank,
-        target_modules(r.lora_targets)
+        target_modules(w)
     ));
     s
 }

@@ -109,7 +109,7 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                 ),
                 setting("loss", "Loss", r.loss, train),
                 setting("lora_rank", "LoRA rank", r.lora_rank, lora),
-                setting("lora_targets", "LoRA targets", r.lora_targets, lora),
+                setting("lora_targets", "LoRA targets", &r.lora_targets, lora),
                 setting("grad_accum", "Gradient accumulation", r.grad_accum, train),
                 setting("zero_stage", "ZeRO stage", r.zero_stage, train),
                 setting("offload", "Offload", r.offload, train),

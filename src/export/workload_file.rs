@@ -51,7 +51,6 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
             optimizer_step,
             optimizer_in_bwd,
             checkpointing,
-            lora_targets,
             offload,
             gpu_memory_utilization
         ]
@@ -81,6 +80,7 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
         f.prompt = (after.prompt != after.seq).then_some(i64::from(after.prompt));
     }
     record!(f, before, after, ToString::to_string, [weights]);
+    record!(f, before, after, Clone::clone, [lora_targets]);
     record!(
         f,
         before,

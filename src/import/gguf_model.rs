@@ -348,6 +348,7 @@ pub fn from_header(
         mla,
         transformers_kv_heads: None,
         cache: None,
+        model_type: Some(arch_name.clone()),
     };
     arch.validate().map_err(|e| format!("{origin}: {e}"))?;
     let kv_per_token: u64 = kv_l

@@ -420,7 +420,8 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
     if cfg.u32(&["num_nextn_predict_layers"])?.unwrap_or(0) > 0 {
         notes.push("the multi-token-prediction layers (num_nextn_predict_layers) are not counted: inference engines skip them by default".into());
     }
-    let arch = to_arch(&layout, count, &cfg, conv)?;
+    let mut arch = to_arch(&layout, count, &cfg, conv)?;
+    arch.model_type = Some(text_type.clone());
     let stored = stored(&root, text_v, &layout, count, vision_params)
         .map_err(|e| format!("{origin}: {e}"))?;
     let (weights, config_weight_bytes) = match stored {
@@ -1324,6 +1325,7 @@ fn to_arch(
             .filter(|k| cfg.bool(k).unwrap_or(false))
             .map(|_| l.heads),
         cache,
+        model_type: None,
     };
     arch.validate()
         .map_err(|e| format!("{}: {e}", cfg.origin))?;

@@ -8,8 +8,9 @@
 //! GPT-2-style blocks. Inference keeps nothing between layers, so only the largest transient
 //! counts.
 
+use super::lora::Adapters;
 use crate::types::arch::{Mlp, ModelArch};
-use crate::types::options::{Attention, Checkpointing, LoraTargets};
+use crate::types::options::{Attention, Checkpointing};
 
 /// The dtypes an activation is held in during a training step.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,11 +27,11 @@ pub struct StepDtypes {
 }
 
 /// What is trained: every weight (full fine-tuning) or LoRA adapters of a rank on frozen
-/// linears.
+/// linears (the modules `run.lora_targets` selects, `memory::lora::adapters`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Trained {
     All,
-    Lora(LoraTargets, u32),
+    Lora(Adapters, u32),
 }
 
 /// Bytes one decoder layer saves for backward per token, excluding the attention score matrix.
@@ -68,28 +69,17 @@ pub fn saved_per_token_layer(a: &ModelArch, d: StepDtypes, trained: Trained) -> 
             let mlp = if gated { 4.0 * i * e } else { 2.0 * i * e };
             norm(3.0) + norm(mlp_in) + attn + mlp
         }
-        Trained::Lora(targets, rank) => {
-            let (qkv, o, mlp_up, down) = match targets {
-                LoraTargets::Qv => (2.0, false, false, false),
-                LoraTargets::Attention => (3.0, true, false, false),
-                LoraTargets::AllLinear => (3.0, true, true, true),
+        Trained::Lora(ad, rank) => {
+            // The adapters' saved inputs, per block on average: one copy per adapter under
+            // autocast, one per tensor read without (`Adapters::inputs_each`, `inputs_shared`).
+            let layers = f64::from(a.layers.max(1));
+            let in_head = if ad.head { 1.0 } else { 0.0 };
+            let inputs = if d.autocast {
+                ad.inputs_each
+            } else {
+                ad.inputs_shared
             };
-            // The adapters' saved inputs: per adapter under autocast, shared without.
-            let inputs = |n: f64, width: f64| {
-                if n == 0.0 {
-                    0.0
-                } else if d.autocast {
-                    n * width * e
-                } else {
-                    width * e
-                }
-            };
-            let adapters = qkv + f64::from(u8::from(o)) + if mlp_up { mlp_in + 1.0 } else { 0.0 };
-            let lora = inputs(qkv, h)
-                + if o { inputs(1.0, q) } else { 0.0 }
-                + if mlp_up { inputs(mlp_in, h) } else { 0.0 }
-                + if down { inputs(1.0, i) } else { 0.0 }
-                + adapters * f64::from(rank) * e;
+            let lora = (inputs + (ad.count - in_head) * f64::from(rank)) * e / layers;
             let mlp = if gated { 3.0 * i * e } else { i * e };
             2.0 * 4.0 * h + attn + mlp + lora
         }
@@ -102,6 +92,8 @@ pub fn final_norm_per_token(a: &ModelArch, d: StepDtypes, trained: Trained) -> f
     let h = f64::from(a.hidden);
     match trained {
         Trained::All => 4.0 * h + d.residual * h + d.compute * h,
+        // An adapted head's `lora_A` saves its input, `lora_B` the rank-r output.
+        Trained::Lora(ad, rank) if ad.head => 4.0 * h + (h + f64::from(rank)) * d.compute,
         Trained::Lora(..) => 4.0 * h,
     }
 }
@@ -170,7 +162,9 @@ pub fn inference_peak(a: &ModelArch, batch: f64, prompt: f64, attn: Attention) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::lora::adapters;
     use crate::types::arch::tests::llama31_8b;
+    use crate::types::options::LoraTargets;
 
     const MIXED: StepDtypes = StepDtypes {
         residual: 4.0,
@@ -197,8 +191,9 @@ mod tests {
     #[test]
     fn frozen_linears_save_less_than_full_fine_tuning() {
         let a = llama31_8b();
-        let lora = saved_per_token_layer(&a, MIXED, Trained::Lora(LoraTargets::AllLinear, 16));
-        let qv = saved_per_token_layer(&a, MIXED, Trained::Lora(LoraTargets::Qv, 16));
+        let on = |t| Trained::Lora(adapters(&a, &t), 16);
+        let lora = saved_per_token_layer(&a, MIXED, on(LoraTargets::AllLinear));
+        let qv = saved_per_token_layer(&a, MIXED, on(LoraTargets::Default));
         let full = saved_per_token_layer(&a, MIXED, Trained::All);
         assert!(qv < lora && lora < full, "{qv} {lora} {full}");
     }

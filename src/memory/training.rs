@@ -20,7 +20,7 @@
 
 use super::activations::{StepDtypes, Trained, training_activations};
 use super::breakdown::{Breakdown, ComponentId, Layer};
-use super::lora::lora_params;
+use super::lora;
 use super::optimizer::{state_bytes, step_temp_bytes};
 use super::overhead;
 use crate::types::arch::ModelArch;
@@ -119,7 +119,13 @@ pub fn estimate(w: &Workload) -> Breakdown {
     };
     let trained = match r.method {
         Method::Full => Trained::All,
-        Method::Lora | Method::Qlora => Trained::Lora(r.lora_targets, r.lora_rank),
+        Method::Lora | Method::Qlora => {
+            let ad = lora::adapters(a, &r.lora_targets);
+            if ad.experts {
+                b.warn(Message::new("warn.training.lora_experts"));
+            }
+            Trained::Lora(ad, r.lora_rank)
+        }
     };
 
     let tokens = f64::from(r.batch) * f64::from(r.seq);
@@ -298,11 +304,10 @@ fn adapter_model_states(a: &ModelArch, r: &Run, base: f64) -> (f64, f64, f64, f6
     if kbit_upcast(r.weights) {
         base += 2.0 * (a.embedding_params() + a.lm_head_params());
     }
-    let lp = lora_params(a, r.lora_rank, r.lora_targets);
-    // The largest adapter matrix: `lora_A` of the widest input (the MLP's `down_proj`).
-    let h = f64::from(a.hidden);
-    let largest =
-        (f64::from(r.lora_rank) * h.max(f64::from(a.intermediate)).max(a.q_dim())).min(lp);
+    let ad = lora::adapters(a, &r.lora_targets);
+    let lp = ad.params(r.lora_rank);
+    // The largest adapter matrix: rank × the widest input or output of an adapted module.
+    let largest = (f64::from(r.lora_rank) * ad.widest).min(lp);
     // PEFT keeps adapter weights in fp32 (`autocast_adapter_dtype=True`), so gradients and
     // AdamW moments are fp32 too.
     let states = state_bytes(r.optimizer, Precision::Fp32, a.hidden);

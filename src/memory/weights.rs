@@ -181,6 +181,7 @@ mod tests {
             mla: None,
             transformers_kv_heads: None,
             cache: None,
+            model_type: None,
         }
     }
 

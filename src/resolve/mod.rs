@@ -262,6 +262,7 @@ impl ModelSection {
                 mla: None,
                 transformers_kv_heads: None,
                 cache: None,
+                model_type: None,
             };
             ("custom model".to_string(), arch)
         };
@@ -286,6 +287,9 @@ impl ModelSection {
         }
         if self.sliding_window.is_some() {
             arch.sliding_window = self.sliding_window;
+        }
+        if self.model_type.is_some() {
+            arch.model_type.clone_from(&self.model_type);
         }
         arch.validate()?;
         if self.params.is_some() {
@@ -464,7 +468,14 @@ impl RunSection {
             optimizer_in_bwd,
             checkpointing: self.checkpointing.unwrap_or(d.checkpointing),
             lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
-            lora_targets: self.lora_targets.unwrap_or(d.lora_targets),
+            lora_targets: match &self.lora_targets {
+                Some(t) if method != Method::Full => {
+                    crate::memory::lora::check(model, t)?;
+                    t.clone()
+                }
+                Some(t) => t.clone(),
+                None => d.lora_targets,
+            },
             grad_accum: int_in(
                 "run.grad_accum",
                 self.grad_accum,

@@ -302,7 +302,7 @@ fn training(w: &Workload) -> Speed {
         Offload::None => {
             let trained = match r.method {
                 Method::Full => a.params / if r.zero_stage >= 1 { n } else { 1.0 },
-                _ => crate::memory::lora::lora_params(a, r.lora_rank, r.lora_targets),
+                _ => crate::memory::lora::adapters(a, &r.lora_targets).params(r.lora_rank),
             };
             let (wb, gb) = match r.method {
                 Method::Full => {

@@ -114,6 +114,11 @@ pub struct ModelArch {
     /// Per-block caches, where the blocks are not all attention blocks of one regular pattern.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheLayout>,
+    /// The Hugging Face `model_type` (or GGUF `general.architecture`): which names its modules
+    /// have, for `run.lora_targets` (presets/lora_modules.toml). `None`: described by hand, and
+    /// read as a Llama-style model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_type: Option<String>,
 }
 
 impl ModelArch {
@@ -341,6 +346,7 @@ pub(crate) mod tests {
             mla: None,
             transformers_kv_heads: None,
             cache: None,
+            model_type: None,
         }
     }
 

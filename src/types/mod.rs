@@ -6,6 +6,7 @@
 pub mod arch;
 pub mod dtype;
 pub mod gpu;
+pub mod lora_targets;
 pub mod message;
 pub mod options;
 pub mod workload;

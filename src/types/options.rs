@@ -168,14 +168,7 @@ choice!(
     }
 );
 
-choice!(
-    /// Which linear layers get LoRA adapters.
-    LoraTargets, "run.lora_targets" {
-        AllLinear = "all-linear" | "all",
-        Attention = "attention" | "qkvo" | "q,k,v,o",
-        Qv = "qv" | "q,v" | "q_proj,v_proj" | "default",
-    }
-);
+pub use super::lora_targets::LoraTargets;
 
 choice!(
     /// What the recommendation optimises when several plans fit.

@@ -147,6 +147,9 @@ pub struct ModelSection {
     pub sliding_window: Option<u32>,
     /// `gated` (SwiGLU, 3 matrices) or `plain` (GeLU, 2 matrices).
     pub mlp: Option<super::arch::Mlp>,
+    /// The Hugging Face `model_type` (`llama`, `gpt2`, `falcon` …): the names of its modules,
+    /// which `run.lora_targets` matches (presets/lora_modules.toml).
+    pub model_type: Option<String>,
 }
 
 /// `[run]` as written in a workload file; every field optional, defaults applied on resolve.

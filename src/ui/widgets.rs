@@ -211,6 +211,57 @@ fn pick_shown(
     (chosen != current).then(|| chosen.to_string())
 }
 
+/// A one-line text field over a string field of the workload (`run.lora_targets`): the draft
+/// lives in egui's memory while it is edited; `Some` with the parsed value when the user
+/// presses Enter or leaves the field having changed it. Text that does not parse stays in the
+/// field with the parser's message under it. `hint` is shown while it is empty.
+pub fn text_field<T: std::str::FromStr<Err = String>>(
+    ui: &mut Ui,
+    label: &str,
+    current: &str,
+    hint: &str,
+) -> Option<T> {
+    let id = egui::Id::unique(("text_field", label));
+    let err_id = id.with("error");
+    let mut draft = ui
+        .data(|d| d.get_temp::<String>(id))
+        .unwrap_or_else(|| current.to_string());
+    let shown = ui
+        .horizontal(|ui| {
+            let name = ui.label(label);
+            ui.add(
+                egui::TextEdit::singleline(&mut draft)
+                    .hint_text(hint)
+                    .desired_width(220.0),
+            )
+            .labelled_by(name.id)
+        })
+        .inner;
+    let response = explained(shown, label);
+    let mut parsed = None;
+    if response.has_focus() {
+        ui.data_mut(|d| d.insert_temp(id, draft));
+    } else if response.lost_focus() && draft.trim() != current {
+        match draft.parse::<T>() {
+            Ok(v) => {
+                ui.data_mut(|d| {
+                    d.remove::<String>(id);
+                    d.remove::<String>(err_id);
+                });
+                parsed = Some(v);
+            }
+            Err(e) => ui.data_mut(|d| {
+                d.insert_temp(id, draft);
+                d.insert_temp(err_id, e);
+            }),
+        }
+    }
+    if let Some(e) = ui.data(|d| d.get_temp::<String>(err_id)) {
+        ui.colored_label(ui.visuals().error_fg_color, e);
+    }
+    parsed
+}
+
 /// A checkbox over a flag of the workload; `Some` with the new value when clicked.
 pub fn flag(ui: &mut Ui, label: &str, value: bool) -> Option<bool> {
     let mut v = value;

@@ -69,6 +69,10 @@ pub struct UserModel {
     pub max_context: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sliding_window: Option<u32>,
+    /// The family's `model_type`, kept from the built-in it was copied from (its module names,
+    /// for `run.lora_targets`); a model entered by hand has none and reads as Llama-style.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_type: Option<String>,
 }
 
 /// What the user's file holds.
@@ -307,6 +311,7 @@ impl UserModel {
             mla: None,
             transformers_kv_heads: None,
             cache: None,
+            model_type: self.model_type.clone(),
         }
     }
 
@@ -325,6 +330,7 @@ impl UserModel {
             max_context: self.max_context,
             sliding_window: self.sliding_window,
             mlp: Some(self.mlp),
+            model_type: self.model_type.clone(),
             ..ModelSection::default()
         }
     }
@@ -351,6 +357,7 @@ impl UserModel {
             tied_embeddings: a.tied_embeddings,
             max_context: a.max_context,
             sliding_window: a.sliding_window,
+            model_type: a.model_type.clone(),
         })
     }
 }

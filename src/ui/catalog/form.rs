@@ -289,6 +289,7 @@ impl Reader<'_> {
             tied_embeddings: self.form.tied,
             max_context,
             sliding_window,
+            model_type: None,
         }))
     }
 }

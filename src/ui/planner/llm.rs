@@ -13,6 +13,7 @@ use crate::types::workload::{ModelSection, RunSection};
 use crate::ui::i18n::{msgs, tr, tr_template, trf};
 use crate::ui::widgets::{
     count_slider, explained, flag, other_programs, pick, pick_name, pick_weights, search_pick,
+    text_field,
 };
 use crate::units::human;
 use egui::{Slider, Ui};
@@ -173,7 +174,25 @@ pub fn inputs_ui(
             if let Some(v) = count_slider(ui, tr("LoRA rank"), r.lora_rank, 1..=512, true) {
                 f.lora_rank = Some(v);
             }
-            if let Some(v) = pick(ui, tr("LoRA targets"), LoraTargets::ALL, r.lora_targets) {
+            // The keywords as a choice; any PEFT target_modules list or pattern as text.
+            let current = r.lora_targets.to_string();
+            let mut names: Vec<String> = LoraTargets::KEYWORDS
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            if !names.contains(&current) {
+                names.push(current.clone());
+            }
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let picked =
+                pick_name(ui, tr("LoRA targets"), &names, &current).and_then(|t| t.parse().ok());
+            let typed = text_field(
+                ui,
+                tr("LoRA target modules"),
+                &current,
+                "q_proj,v_proj | .*\\.(q|v)_proj",
+            );
+            if let Some(v) = picked.or(typed) {
                 f.lora_targets = Some(v);
             }
         }
