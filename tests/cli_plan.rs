@@ -545,3 +545,69 @@ fn a_run_over_the_card_says_what_spilling_into_shared_memory_costs() {
     ]);
     assert!(forced.contains("shared system memory"), "{forced}");
 }
+
+/// A llama.cpp run split between two GPUs and system RAM: `devices` holds llama.cpp's rows (one
+/// per GPU, then the host with the layers left there), and the table prints them; a run whole
+/// on one GPU keeps the rows in the JSON only.
+#[test]
+fn a_split_llama_cpp_run_has_rows_per_device() {
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "plan",
+            "--gpu",
+            "rtx-4060",
+            "--model",
+            "qwen2.5-14b",
+            "--engine",
+            "llama-cpp",
+            "--weights",
+            "q4_k_m",
+            "--seq",
+            "16384",
+            "--host-ram-gib",
+            "64",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let o = run(&args(&["--gpus", "2", "--gpu-layers", "25", "--json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["devices"].as_array().expect("devices");
+    let names: Vec<&str> = rows.iter().map(|d| d["device"].as_str().unwrap()).collect();
+    assert_eq!(names, ["gpu0", "gpu1", "host"]);
+    // Each GPU's rows are its components: weights, KV cache, compute buffer.
+    let part = |id: &str| {
+        v["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .map_or(0, |c| c["bytes"].as_u64().unwrap())
+    };
+    assert_eq!(rows[0]["model_bytes"].as_u64(), Some(part("weights")));
+    assert_eq!(rows[1]["context_bytes"].as_u64(), Some(part("kv_cache")));
+    assert_eq!(rows[0]["compute_bytes"].as_u64(), Some(part("activations")));
+    // qwen2.5-14b: 48 layers + the output head; -ngl 25 leaves 24 on the CPU.
+    assert_eq!(rows[2]["layers"], 24);
+    assert!(rows[2]["model_bytes"].as_u64().unwrap() > rows[0]["model_bytes"].as_u64().unwrap());
+    let o = run(&args(&["--gpus", "2", "--gpu-layers", "25"]));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("Per device"), "{table}");
+    assert!(
+        table.contains("GPU 1") && table.contains("Host (24 layers)"),
+        "{table}"
+    );
+
+    let o = run(&args(&["--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["gpu0", "host"]);
+    let o = run(&args(&[]));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("Per device"));
+}

@@ -3,7 +3,7 @@
 use super::CliError;
 use super::out::{out, outln};
 use crate::memory::any::AnyWorkload;
-use crate::memory::{Workload, WorkloadFile};
+use crate::memory::{Device, DeviceMemory, Workload, WorkloadFile};
 use crate::plan::{Details, PlanResult, plan_any};
 use crate::resolve::resolve_any;
 use crate::types::options::*;
@@ -532,6 +532,7 @@ pub fn render(title: &str, r: &PlanResult) -> String {
         );
     }
     let _ = writeln!(s);
+    devices_table(&mut s, &r.devices);
     let peaks: &[(&str, u64, &str)] = if matches!(r.plan.details, Details::Game(_)) {
         // A game: no torch allocator, one figure.
         &[("Peak use", r.peak.process_bytes, "")]
@@ -640,6 +641,38 @@ pub fn render(title: &str, r: &PlanResult) -> String {
     s
 }
 
+/// The per-device rows (`PlanResult::devices`) in llama.cpp's shape, for a run on several GPUs
+/// or with layers left in system RAM; nothing otherwise.
+fn devices_table(s: &mut String, devices: &[DeviceMemory]) {
+    use std::fmt::Write;
+    let gpus = devices.iter().filter(|d| d.device != Device::Host).count();
+    let host_layers = devices.iter().find_map(|d| d.layers).unwrap_or(0);
+    if gpus < 2 && host_layers == 0 {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  Per device (as llama.cpp prints it): self = model + context + compute"
+    );
+    for d in devices {
+        let name = match d.device {
+            Device::Gpu(i) => format!("GPU {i}"),
+            Device::Host => match d.layers {
+                Some(l) if l > 0 => format!("Host ({l} layers)"),
+                _ => "Host".into(),
+            },
+        };
+        let _ = writeln!(
+            s,
+            "    {name:<16} {:>10} = {:>10} + {:>10} + {:>10}",
+            human(d.self_bytes()),
+            human(d.model_bytes),
+            human(d.context_bytes),
+            human(d.compute_bytes)
+        );
+    }
+    let _ = writeln!(s);
+}
 /// `-ngl 30 of 49 on the GPU, experts of 0 layers in system RAM; 3.10 GiB system RAM`.
 fn placement_line(p: &crate::memory::placement::Placement) -> String {
     let mut s = format!(

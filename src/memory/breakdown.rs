@@ -70,11 +70,79 @@ pub struct Peak {
     pub process_bytes: u64,
 }
 
+/// Which memory a row of the per-device breakdown is: `"gpu0"`, `"gpu1"` … or `"host"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// GPU `i` of the run's `gpu.count`.
+    Gpu(u32),
+    /// System RAM.
+    Host,
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Gpu(i) => write!(f, "gpu{i}"),
+            Device::Host => f.write_str("host"),
+        }
+    }
+}
+
+impl Serialize for Device {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Device {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "host" {
+            return Ok(Device::Host);
+        }
+        s.strip_prefix("gpu")
+            .and_then(|i| i.parse().ok())
+            .map(Device::Gpu)
+            .ok_or_else(|| serde::de::Error::custom(format!("device '{s}': use gpuN or host")))
+    }
+}
+
+/// One device's memory in the shape llama.cpp prints it at exit (`src/llama-context.cpp`,
+/// `llama_memory_breakdown_print` over `llama_context::memory_breakdown`: per buffer type,
+/// `model` = the model's weight buffers, `context` = the memory module's (KV cache, recurrent
+/// state), `compute` = the scheduler's compute buffers; one row per GPU, "self = model +
+/// context + compute", then a Host row of the same three). What the process holds outside
+/// these buffers (CUDA context, allocator slack) is llama.cpp's "unaccounted" and stays in the
+/// components only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceMemory {
+    pub device: Device,
+    pub model_bytes: u64,
+    pub context_bytes: u64,
+    pub compute_bytes: u64,
+    /// Layers left here by `-ngl`, the output head counted as one as `-ngl` counts it
+    /// (llama.cpp's host row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<u32>,
+}
+
+impl DeviceMemory {
+    /// llama.cpp's "self": model + context + compute.
+    pub fn self_bytes(&self) -> u64 {
+        self.model_bytes
+            .saturating_add(self.context_bytes)
+            .saturating_add(self.compute_bytes)
+    }
+}
+
 /// An estimate: per-GPU components, their peaks, and what the card offers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
     pub capacity_bytes: u64,
     pub components: Vec<Component>,
+    /// The run's memory per device and on the host (LLM inference; empty for other kinds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceMemory>,
     pub peak: Peak,
     /// What the estimate should be read with, as messages each front end says in its language
     /// (stored as their English text).
@@ -137,6 +205,23 @@ impl Breakdown {
             .filter(|c| c.id == id)
             .map(|c| c.bytes)
             .sum()
+    }
+
+    /// One row per GPU of a run whose `gpus` GPUs each hold these components (a layer split or
+    /// tensor-parallel share each): weights as model, KV cache as context, the forward pass's
+    /// buffers as compute.
+    pub fn gpu_rows(&self, gpus: u32) -> Vec<DeviceMemory> {
+        use ComponentId::*;
+        let sum = |ids: &[ComponentId]| ids.iter().map(|&id| self.get(id)).sum();
+        (0..gpus.max(1))
+            .map(|i| DeviceMemory {
+                device: Device::Gpu(i),
+                model_bytes: sum(&[Weights, FusedQkv]),
+                context_bytes: sum(&[KvCache]),
+                compute_bytes: sum(&[Activations, Logits]),
+                layers: None,
+            })
+            .collect()
     }
 
     /// Memory other programs hold on the card.

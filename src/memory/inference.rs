@@ -1,7 +1,7 @@
 //! LLM inference: weights, KV cache, and the transient buffers of one forward pass, per engine.
 
 use super::activations::inference_peak;
-use super::breakdown::{Breakdown, ComponentId, Layer};
+use super::breakdown::{Breakdown, ComponentId, Device, DeviceMemory, Layer};
 use super::kv_cache::{kv_cache_bytes, state_bytes};
 use super::overhead;
 use super::placement;
@@ -49,6 +49,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
         Engine::Vllm => vllm(&mut b, a, r, kv, n),
         _ => torch(&mut b, a, r, kv, n, wb.gpu / n),
     }
+    b.devices = b.gpu_rows(w.gpu.count);
     b
 }
 
@@ -159,7 +160,7 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
 /// llama.cpp splits the layers; each GPU keeps a full compute buffer.
 fn llama_cpp(b: &mut Breakdown, w: &Workload, n: f64) {
     let s = placement::split(w);
-    let (gpu_compute, _) = placement::compute_buffers(w, &s);
+    let (gpu_compute, host_compute) = placement::compute_buffers(w, &s);
     b.add(
         ComponentId::Weights,
         "Model weights",
@@ -186,6 +187,14 @@ fn llama_cpp(b: &mut Breakdown, w: &Workload, n: f64) {
         Layer::Process,
     );
     let p = placement::placement(w);
+    b.devices = b.gpu_rows(w.gpu.count);
+    b.devices.push(DeviceMemory {
+        device: Device::Host,
+        model_bytes: s.host_weights.round() as u64,
+        context_bytes: s.host_kv.round() as u64,
+        compute_bytes: host_compute.round() as u64,
+        layers: Some(p.total_layers - p.gpu_layers),
+    });
     if s.full(&w.model) {
         b.warn(
             Message::new("warn.llama_cpp.embedding_in_ram")

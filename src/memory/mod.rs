@@ -19,7 +19,7 @@ pub use crate::types::arch::ModelArch;
 pub use crate::types::dtype::{KvDtype, WeightFormat};
 pub use crate::types::options::*;
 pub use crate::types::workload::{GpuTarget, Run, Workload, WorkloadFile};
-pub use breakdown::{Breakdown, Component, ComponentId, Layer, Peak};
+pub use breakdown::{Breakdown, Component, ComponentId, Device, DeviceMemory, Layer, Peak};
 
 /// Estimates the per-GPU peak memory of an LLM workload.
 pub fn estimate(w: &Workload) -> Breakdown {

@@ -266,6 +266,45 @@ mod tests {
     }
 
     #[test]
+    fn the_estimate_has_a_row_per_gpu_and_one_for_the_host() {
+        use crate::memory::{ComponentId, Device, estimate};
+        let w = wl("gpu_layers = 25");
+        let b = estimate(&w);
+        let [gpu, host] = b.devices.as_slice() else {
+            panic!("{:?}", b.devices)
+        };
+        assert_eq!((gpu.device, host.device), (Device::Gpu(0), Device::Host));
+        // The GPU row is what llama.cpp allocates there; the host row the placement's RAM.
+        let buffers = [
+            ComponentId::Weights,
+            ComponentId::KvCache,
+            ComponentId::Activations,
+        ];
+        assert_eq!(
+            gpu.self_bytes(),
+            buffers.iter().map(|&c| b.get(c)).sum::<u64>()
+        );
+        assert!(host.self_bytes().abs_diff(placement(&w).host_bytes) <= 2);
+        assert_eq!(host.layers, Some(49 - 25));
+        // Two GPUs share the GPU side (each with its own compute buffer); the host is the same.
+        let mut two = w.clone();
+        two.gpu.count = 2;
+        let rows = estimate(&two).devices;
+        assert_eq!(rows.len(), 3);
+        assert!(rows[0].model_bytes.abs_diff(gpu.model_bytes / 2) <= 1);
+        assert_eq!((rows[1].compute_bytes, &rows[2]), (gpu.compute_bytes, host));
+        // vLLM's tensor-parallel shares: four GPUs, nothing on the host.
+        let mut tp = w.clone();
+        tp.run.engine = Engine::Vllm;
+        tp.gpu.count = 4;
+        let b = estimate(&tp);
+        assert_eq!(b.devices.len(), 4);
+        assert!(b.devices.iter().all(|d| d.device != Device::Host
+            && d.model_bytes == b.get(ComponentId::Weights)
+            && d.context_bytes == b.get(ComponentId::KvCache)));
+    }
+
+    #[test]
     fn cpu_moe_moves_only_routed_experts() {
         let moe = |extra: &str| {
             let w = WorkloadFile::parse(

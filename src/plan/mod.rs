@@ -12,7 +12,7 @@ pub mod verdict;
 pub mod workflow;
 
 use crate::memory::any::AnyWorkload;
-use crate::memory::{self, Breakdown, Component, Peak, Workload};
+use crate::memory::{self, Breakdown, Component, DeviceMemory, Peak, Workload};
 use crate::types::message::{Arg, Message, Sentences};
 use serde::{Deserialize, Serialize};
 pub use strategy::{Risk, Strategy};
@@ -112,6 +112,9 @@ pub struct PlanResult {
     pub verdict: verdict::Verdict,
     pub peak: Peak,
     pub components: Vec<Component>,
+    /// The run's memory per GPU and on the host, as llama.cpp prints it (LLM inference only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceMemory>,
     pub warnings: Vec<Message>,
     pub plan: Plan,
 }
@@ -122,6 +125,7 @@ impl PlanResult {
         Breakdown {
             capacity_bytes: self.capacity_bytes,
             components: self.components.clone(),
+            devices: self.devices.clone(),
             peak: self.peak,
             warnings: self.warnings.clone(),
         }
@@ -211,6 +215,7 @@ fn result(b: Breakdown, verdict: verdict::Verdict, plan: Plan) -> PlanResult {
         peak: b.peak,
         warnings: b.warnings.clone(),
         components: b.components,
+        devices: b.devices,
         plan,
     }
 }
