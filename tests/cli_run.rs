@@ -191,6 +191,36 @@ fn a_command_that_cannot_start_gets_one_line_and_exit_2() {
     assert!(err.contains("cannot start /nonexistent/program"), "{err}");
 }
 
+/// A report folder the system cannot make (under a file) is the machine's failure: exit 1, one
+/// line naming the folder, and the command is not started (before: exit 2, as for a typo).
+#[test]
+fn a_report_folder_that_cannot_be_made_exits_1() {
+    let no_gpu = FakeNvml::new("gpus = 0\n");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let report = file.join("report");
+    let out = Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
+        .args([
+            "run",
+            "--nvml-lib",
+            no_gpu.lib.to_str().unwrap(),
+            "--report",
+        ])
+        .arg(&report)
+        .args(["--", "echo", "should-not-run"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("--report {}", report.display())),
+        "{err}"
+    );
+    assert!(!text(&out.stdout).contains("should-not-run"));
+}
+
 #[test]
 fn a_steady_leak_before_the_oom_is_diagnosed_as_a_leak_with_its_rate() {
     let s = Setup::new();

@@ -12,6 +12,7 @@
 
 use crate::file_error::FileError;
 use crate::import::ImportError;
+use crate::watch::WatchError;
 
 /// Exit status for bad input (a malformed file, an unknown preset, a wrong flag).
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -33,6 +34,9 @@ pub enum CliError {
     /// A model, pipeline or workflow file that could not be read or is not understood.
     #[error(transparent)]
     Import(#[from] ImportError),
+    /// A watched run that could not start, or its report that could not be kept.
+    #[error(transparent)]
+    Watch(#[from] WatchError),
     /// Whoever read stdout closed it (`vram-doctor accuracy | head`): exit 1, without a message.
     #[error("stdout was closed before everything was written")]
     StdoutClosed,
@@ -63,6 +67,8 @@ impl CliError {
         match self {
             CliError::Import(e) if e.is_bad_input() => EXIT_BAD_INPUT,
             CliError::Import(_) => EXIT_ENVIRONMENT,
+            CliError::Watch(e) if e.is_bad_input() => EXIT_BAD_INPUT,
+            CliError::Watch(_) => EXIT_ENVIRONMENT,
             CliError::BadInput(_) | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,
             CliError::Environment(_)
             | CliError::StdoutClosed

@@ -129,7 +129,11 @@ struct Done {
     verdict: Option<(crate::doctor::WizardState, Verdict)>,
 }
 
-fn watch_once(a: &RunArgs, spec: &CommandSpec, report_dir: Option<&Path>) -> Result<Done, String> {
+fn watch_once(
+    a: &RunArgs,
+    spec: &CommandSpec,
+    report_dir: Option<&Path>,
+) -> Result<Done, CliError> {
     let kb = Knowledge::get();
     let mut opts = watch::Options {
         interval: Duration::from_millis(a.interval),

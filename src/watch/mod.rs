@@ -14,6 +14,7 @@
 //! and [`Detectors`] (fed the snapshot with the run's processes merged under the child's pid, so
 //! "other processes" means other programs), [`Recorder`] for the recording.
 
+mod error;
 pub mod evidence;
 pub mod plot;
 pub mod process;
@@ -31,6 +32,7 @@ use crate::telemetry::sample::now_ms;
 use crate::telemetry::{
     Sampler, Session, SessionConfig, Snapshot, Source, SourceKind, SourceState,
 };
+pub use error::WatchError;
 use evidence::Evidence;
 use process::{CommandSpec, Exit, Running};
 use scan::{Incident, Scanner};
@@ -243,13 +245,14 @@ impl Watch {
         io: Io,
         source: SourceKind,
         opts: &Options,
-    ) -> Result<Watch, String> {
+    ) -> Result<Watch, WatchError> {
         let kb = Knowledge::get();
         let recorders = opts
             .record
             .iter()
             .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(WatchError::Refused)?;
         let (running, out, err) = process::spawn(spec, io)?;
         let start_ms = now_ms();
         let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
@@ -265,7 +268,10 @@ impl Watch {
         };
         let mut readers = Vec::new();
         for r in pumps {
-            readers.push(r.map_err(|e| format!("cannot start the output reader: {e}"))?);
+            readers.push(r.map_err(|source| WatchError::Io {
+                what: "cannot start the output reader".into(),
+                source,
+            })?);
         }
         let pid = running.pid();
         Ok(Watch {
@@ -460,7 +466,7 @@ pub fn watch(
     spec: &CommandSpec,
     source: Result<Box<dyn Source>, SourceState>,
     opts: &Options,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, WatchError> {
     process::signals::install();
     let source_kind = source.as_ref().map_or(SourceKind::None, |s| s.kind());
     let mut w = Watch::start(spec, Io::Terminal, source_kind, opts)?;

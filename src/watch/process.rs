@@ -97,7 +97,10 @@ pub const SIGTERM: i32 = 15;
 /// foreground is handed to the child, and every descendant of the watcher is the run's; with
 /// [`Io::Captured`] (the app, which has other children and may watch one run while a test
 /// watches another) the child reads nothing and the run is its process group and descendants.
-pub fn spawn(spec: &CommandSpec, io: Io) -> Result<(Running, ChildStdout, ChildStderr), String> {
+pub fn spawn(
+    spec: &CommandSpec,
+    io: Io,
+) -> Result<(Running, ChildStdout, ChildStderr), super::WatchError> {
     let cli = io == Io::Terminal;
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -118,12 +121,15 @@ pub fn spawn(spec: &CommandSpec, io: Io) -> Result<(Running, ChildStdout, ChildS
             .as_ref()
             .map(|d| format!(" in {}", d.display()))
             .unwrap_or_default();
-        format!("cannot start {}{cwd}: {e}", spec.program.to_string_lossy())
+        super::WatchError::Refused(format!(
+            "cannot start {}{cwd}: {e}",
+            spec.program.to_string_lossy()
+        ))
     })?;
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
         let _ = child.kill();
         let _ = child.wait();
-        return Err("the child's output pipes could not be opened".into());
+        return Err(super::WatchError::Pipes);
     };
     let running = Running {
         #[cfg(unix)]

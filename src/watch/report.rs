@@ -4,7 +4,7 @@
 use super::evidence::clock;
 use super::plot;
 use super::timeline::Basis;
-use super::{Outcome, Verdict};
+use super::{Outcome, Verdict, WatchError};
 use crate::atomic_write::{write_atomic, write_atomic_bytes};
 use crate::doctor::Knowledge;
 use crate::doctor::diagnosis::evidence_line;
@@ -17,14 +17,17 @@ pub const PLOT: &str = "memory.png";
 
 /// Makes `dir` (and its parents) and returns the recording's path in it. A directory that
 /// already holds a recording is refused: appending a second run to it would mix two runs.
-pub fn prepare(dir: &Path) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("--report {}: {e}", dir.display()))?;
+pub fn prepare(dir: &Path) -> Result<PathBuf, WatchError> {
+    std::fs::create_dir_all(dir).map_err(|source| WatchError::Io {
+        what: format!("--report {}", dir.display()),
+        source,
+    })?;
     let rec = dir.join(RECORDING);
     if rec.exists() {
-        return Err(format!(
+        return Err(WatchError::Refused(format!(
             "--report {}: it already holds a report ({RECORDING}); choose a new or empty directory",
             dir.display()
-        ));
+        )));
     }
     Ok(rec)
 }
@@ -76,7 +79,7 @@ pub fn write(
     verdict: Option<&Verdict>,
     kb: &Knowledge,
     lang: &str,
-) -> Result<(), String> {
+) -> Result<(), WatchError> {
     let png = plot::render(&o.timeline, o.incident.as_ref().map(|i| i.t_ms)).encode();
     write_atomic_bytes(&dir.join(PLOT), &png)?;
     Ok(write_atomic(

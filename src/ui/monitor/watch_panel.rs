@@ -104,7 +104,7 @@ impl WatchPanel {
                 self.ctx = Some(ctx.clone());
                 ctx.request_repaint_after(POLL);
             }
-            Err(e) => self.error = Some(e),
+            Err(e) => self.error = Some(e.into()),
         }
     }
 
