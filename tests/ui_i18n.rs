@@ -498,6 +498,7 @@ fn every_strategy_template_has_a_chinese_entry() {
         Strategy::Optimizer8bit,
         Strategy::FusedOptimizer,
         Strategy::OptimizerInBwd,
+        Strategy::ActivationOffload,
         Strategy::Zero { stage: 3 },
         Strategy::Context { seq: 4096 },
         Strategy::ChunkedLoss,
@@ -542,6 +543,7 @@ fn every_strategy_template_has_a_chinese_entry() {
             | Strategy::Optimizer8bit
             | Strategy::FusedOptimizer
             | Strategy::OptimizerInBwd
+            | Strategy::ActivationOffload
             | Strategy::Zero { .. }
             | Strategy::Offload { .. }
             | Strategy::Context { .. }

@@ -86,6 +86,9 @@ pub struct PlanArgs {
     /// torchtune optimizer_in_bwd: step each parameter in backward and free its gradient.
     #[arg(long)]
     pub optimizer_in_bwd: bool,
+    /// Move the checkpointed layers' inputs to CPU RAM (torchtune enable_activation_offloading).
+    #[arg(long)]
+    pub activation_offload: bool,
     #[arg(long)]
     pub checkpointing: Option<Checkpointing>,
     #[arg(long)]
@@ -264,6 +267,10 @@ impl PlanArgs {
         set(
             &mut r.optimizer_in_bwd,
             self.optimizer_in_bwd.then_some(true),
+        );
+        set(
+            &mut r.activation_offload,
+            self.activation_offload.then_some(true),
         );
         set(&mut r.checkpointing, self.checkpointing);
         set(&mut r.lora_rank, self.lora_rank);

@@ -122,6 +122,9 @@ fn notes(w: &Workload) -> Vec<String> {
     if r.optimizer_in_bwd {
         n.push("The plan steps the optimizer inside the backward pass (torchtune optimizer_in_bwd); the Trainer cannot: its peak holds every gradient. Use the torchtune recipe, or register_post_accumulate_grad_hook steps as in PyTorch's \"optimizer step in backward\" tutorial.".into());
     }
+    if r.activation_offload {
+        n.push("The plan offloads the checkpointed layers' inputs to CPU RAM; TrainingArguments has no switch for it: use trl's SFTConfig (a TrainingArguments) with activation_offloading=True, torchtune's enable_activation_offloading: True, or Unsloth's use_gradient_checkpointing=\"unsloth\". DeepSpeed's activation_checkpointing.cpu_checkpointing covers only deepspeed.checkpointing, not the Trainer's gradient checkpointing.".into());
+    }
     if r.loss == Loss::Chunked {
         n.push("use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).".into());
     }

@@ -102,6 +102,12 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                     train,
                 ),
                 setting(
+                    "activation_offload",
+                    "Activation offloading to CPU",
+                    r.activation_offload,
+                    train,
+                ),
+                setting(
                     "checkpointing",
                     "Activation checkpointing",
                     r.checkpointing,

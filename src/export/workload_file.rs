@@ -50,6 +50,7 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
             optimizer,
             optimizer_step,
             optimizer_in_bwd,
+            activation_offload,
             checkpointing,
             offload,
             gpu_memory_utilization

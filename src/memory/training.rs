@@ -17,6 +17,10 @@
 //! stepped and `zero_grad`-ed by a `register_post_accumulate_grad_hook` as soon as that
 //! parameter's gradient is complete) there is no step moment: at most one parameter's gradient
 //! and its step's temporaries exist at a time, during backward.
+//!
+//! With activation offloading (full checkpointing only; see `offloaded_activation_bytes`) the
+//! checkpointed layers' inputs live in host memory: the forward keeps only what the final norm
+//! and the output head saved, and each recomputed layer brings its input back.
 
 use super::activations::{StepDtypes, Trained, training_activations};
 use super::breakdown::{Breakdown, ComponentId, Layer};
@@ -54,6 +58,30 @@ pub const FORWARD_END_LOGITS_BYTES_PER_VOCAB_TOKEN: f64 = 10.0;
 /// of which 18 B were counted as live tensors before the loss was modelled op by op (12 B):
 /// variable-length batches leave differently sized cached blocks.
 pub const LOGITS_RESERVED_SLACK: f64 = 47.0 / LOGITS_BYTES_PER_VOCAB_TOKEN - 1.0;
+
+/// Layer inputs on the device while backward recomputes a layer under activation offloading:
+/// torchtune `OffloadActivations.unpack_tensor_with_streams` brings a tensor back for its
+/// autograd node and frees it in the hook of the next node (`prev_node_ids`), so the input of the
+/// layer being recomputed and the one of the layer before it are alive together.
+pub const OFFLOAD_BACKWARD_LAYER_INPUTS: f64 = 2.0;
+
+/// Bytes one micro-batch's activation offloading copies to host memory (and back in backward):
+/// every saved tensor of at least 1 KiB that is not a parameter (torchtune
+/// `training/_activation_offloading.py` `OffloadActivations.pack_tensor`, `min_offload_size`),
+/// which under full checkpointing is each checkpointed layer's input (torch.utils.checkpoint's
+/// non-reentrant `_NoopSaveInputs` saves the layer's inputs with `save_for_backward`, outside the
+/// recompute hooks). The output head runs under `NoOpManager` (`get_act_offloading_ctx_manager`):
+/// its input stays. Unsloth's offloaded checkpointing (`Unsloth_Offloaded_Gradient_Checkpointer`:
+/// `hidden_states.to("cpu", non_blocking=True)` in forward, back in backward) moves the same layer
+/// inputs. 0 when the run does not offload activations.
+pub fn offloaded_activation_bytes(w: &Workload) -> f64 {
+    let r = &w.run;
+    if !r.activation_offload {
+        return 0.0;
+    }
+    let tokens = f64::from(r.batch) * f64::from(r.seq);
+    f64::from(w.model.layers) * tokens * f64::from(w.model.hidden) * step_dtypes(r).residual
+}
 
 /// Model-state bytes per parameter: (weights, gradients).
 pub fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
@@ -149,11 +177,17 @@ pub fn estimate(w: &Workload) -> Breakdown {
     };
     // Checkpointed layers save no weight copy; each recomputed layer casts its own again
     // (`torch.utils.checkpoint` re-enters autocast for the recompute).
-    let (layer_copies, recompute) = if r.checkpointing == Checkpointing::Full {
+    let (layer_copies, mut recompute) = if r.checkpointing == Checkpointing::Full {
         (0.0, recompute + copies / f64::from(a.layers.max(1)))
     } else {
         (copies, 0.0)
     };
+    // Activation offloading: the layer inputs wait in host memory; backward holds two of them.
+    let offloaded = offloaded_activation_bytes(w);
+    let acts = acts - offloaded;
+    if offloaded > 0.0 {
+        recompute += OFFLOAD_BACKWARD_LAYER_INPUTS * offloaded / f64::from(a.layers.max(1));
+    }
     let (logits, forward_logits) = match r.objective {
         Objective::CausalLm => {
             let (per, forward) = match r.loss {
@@ -248,6 +282,17 @@ pub fn estimate(w: &Workload) -> Breakdown {
     if r.zero_stage > 0 && w.gpu.count == 1 {
         b.warn(Message::new("warn.training.zero_one_gpu"));
     }
+    // torchtune warns past 60% of host memory in use (`OffloadActivations`,
+    // `virtual_memory_safe_pct`); the offloaded layers are pinned host memory.
+    if let Some(ram) = w.gpu.host.ram_bytes
+        && offloaded > 0.6 * ram as f64
+    {
+        b.warn(
+            Message::new("warn.training.activation_offload_ram")
+                .bytes("offloaded", offloaded as u64)
+                .bytes("ram", ram),
+        );
+    }
     b
 }
 
@@ -332,15 +377,18 @@ mod tests {
     use crate::units::GIB;
     use std::path::Path;
 
-    fn est(run: &str) -> Breakdown {
+    fn resolved(run: &str) -> Workload {
         let text = format!(
             "[gpu]\nvram_gib = 80\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\n{run}"
         );
-        let w = WorkloadFile::parse(&text, "t")
+        WorkloadFile::parse(&text, "t")
             .unwrap()
             .resolve(Path::new("."), None)
-            .unwrap();
-        estimate(&w)
+            .unwrap()
+    }
+
+    fn est(run: &str) -> Breakdown {
+        estimate(&resolved(run))
     }
 
     #[test]
@@ -389,6 +437,22 @@ mod tests {
             all.get(ComponentId::OptimizerStates)
         );
         assert!(b.peak.tensors_bytes + (7 << 30) < all.peak.tensors_bytes);
+    }
+
+    #[test]
+    fn activation_offload_moves_the_layer_inputs_to_the_host() {
+        // LoRA on a bf16 base (no optimizer-step peak): the loss's backward is the peak.
+        let run = "method = \"lora\"\nprecision = \"bf16-mixed\"\ncheckpointing = \"full\"\nbatch = 4\nseq = 4096\nloss = \"chunked\"\n";
+        let kept = est(run);
+        let off = est(&format!("{run}activation_offload = true\n"));
+        // 32 bf16 layer inputs of 4 × 4096 × 4096 go to the host: 4 GiB.
+        let inputs = 32.0 * 4.0 * 4096.0 * 4096.0 * 2.0;
+        let saved = kept.peak.tensors_bytes as f64 - off.peak.tensors_bytes as f64;
+        assert!(saved > 0.5 * inputs && saved <= inputs, "{saved}");
+        assert_eq!(
+            offloaded_activation_bytes(&resolved(&format!("{run}activation_offload = true\n"))),
+            inputs
+        );
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
             next.push((c, pts, speed, choice));
             for (i, s) in g.iter().enumerate() {
                 let p = pts + points(s, w);
-                let sp = speed * s.speed_factor(&w.run);
+                let sp = speed * s.speed_factor(w);
                 next.push((cost(p, sp), p, sp, choice | ((i as u64 + 1) << (4 * gi))));
             }
         }

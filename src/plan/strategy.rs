@@ -5,7 +5,7 @@
 
 use crate::types::dtype::{KvDtype, WeightFormat};
 use crate::types::options::*;
-use crate::types::workload::Run;
+use crate::types::workload::{Run, Workload};
 use serde::{Deserialize, Serialize};
 
 /// How much output quality a strategy risks.
@@ -45,6 +45,9 @@ pub enum Strategy {
     /// The optimizer step fused into backward (torchtune `optimizer_in_bwd`): no full set of
     /// gradients.
     OptimizerInBwd,
+    /// The checkpointed layers' inputs in host memory until their recompute (torchtune
+    /// `enable_activation_offloading`, Unsloth's offloaded gradient checkpointing).
+    ActivationOffload,
     /// ZeRO partitioning across the GPUs.
     Zero { stage: u32 },
     /// Move optimizer states (and parameters) to host memory.
@@ -104,6 +107,13 @@ impl Strategy {
                 }
                 n.optimizer_in_bwd = true;
             }
+            Strategy::ActivationOffload => {
+                // It offloads what full checkpointing keeps (`Workload::resolve`).
+                if n.checkpointing != Checkpointing::Full {
+                    return None;
+                }
+                n.activation_offload = true;
+            }
             Strategy::Zero { stage } => n.zero_stage = *stage,
             Strategy::Offload { offload } => {
                 // ZeRO-Offload steps on the CPU, after backward (`Workload::resolve`).
@@ -134,8 +144,9 @@ impl Strategy {
         (n != *r).then_some(n)
     }
 
-    /// Throughput relative to the original run.
-    pub fn speed_factor(&self, r: &Run) -> f64 {
+    /// Throughput relative to the original workload.
+    pub fn speed_factor(&self, w: &Workload) -> f64 {
+        let r = &w.run;
         match self {
             // Decoding is memory-bound: fewer bytes per weight read is not slower; bitsandbytes
             // kernels are (QLoRA paper; bnb 4-bit inference ≈ 0.6× fp16 in the transformers
@@ -170,6 +181,19 @@ impl Strategy {
             // One optimizer per parameter loses the multi-tensor kernels: a few hundred small
             // steps instead of one, a small share of a step's time. [derived]
             Strategy::OptimizerInBwd => 0.97,
+            // The PCIe copies against the compute of a fully checkpointed step (`speed::llm`).
+            Strategy::ActivationOffload => {
+                let mut base = w.clone();
+                base.run.checkpointing = Checkpointing::Full;
+                base.run.activation_offload = false;
+                let mut with = base.clone();
+                with.run.activation_offload = true;
+                let step = |x: &Workload| crate::speed::llm::speed(x).seconds_per_step;
+                match (step(&base), step(&with)) {
+                    (Some(a), Some(b)) if b > 0.0 => (a / b).min(1.0),
+                    _ => 1.0,
+                }
+            }
             Strategy::Zero { stage } => 1.0 - 0.05 * f64::from(*stage),
             // ZeRO-Offload: optimizer step on the CPU (ZeRO-Offload paper, arXiv 2101.06840);
             // parameter offload streams weights over PCIe every pass (ZeRO-Infinity).
@@ -254,6 +278,10 @@ impl Strategy {
                 "optimizer step in the backward pass (torchtune optimizer_in_bwd: no full set of gradients)",
                 vec![],
             ),
+            Strategy::ActivationOffload => (
+                "checkpointed layers' inputs offloaded to CPU RAM (torchtune enable_activation_offloading)",
+                vec![],
+            ),
             Strategy::Zero { stage } => ("ZeRO stage {stage}", vec![("stage", stage.to_string())]),
             Strategy::Offload { offload } => (
                 "offload {offload} to CPU RAM",
@@ -324,6 +352,10 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
             }],
             Checkpointing::Full => vec![],
         });
+        // After the checkpointing group: it applies once full checkpointing is chosen.
+        if !r.activation_offload {
+            groups.push(vec![Strategy::ActivationOffload]);
+        }
         groups.push(vec![Strategy::FlashAttention]);
         groups.push(vec![Strategy::ChunkedLoss]);
         // One optimizer choice: the fused kernel (no temporaries), then 8-bit states.
@@ -429,6 +461,49 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::WorkloadFile;
+    use std::path::Path;
+
+    fn lora(run: &str) -> Workload {
+        let text = format!(
+            "[gpu]\npreset = 'rtx-4090'\n[model]\npreset = 'llama-3.1-8b'\n[run]\ntask = 'training'\nmethod = 'lora'\n{run}"
+        );
+        WorkloadFile::parse(&text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap()
+    }
+
+    #[test]
+    fn activation_offload_needs_full_checkpointing_and_costs_pcie_time() {
+        let none = lora("seq = 8192\n");
+        assert!(Strategy::ActivationOffload.apply(&none.run).is_none());
+        let full = lora("seq = 8192\ncheckpointing = 'full'\n");
+        assert!(
+            Strategy::ActivationOffload
+                .apply(&full.run)
+                .is_some_and(|r| r.activation_offload)
+        );
+        // Over a PCIe 4.0 x16 link the copies hide behind the compute of a step.
+        let fast = Strategy::ActivationOffload.speed_factor(&full);
+        assert!(fast > 0.99 && fast <= 1.0, "{fast}");
+        // Over a link a hundred times slower they do not.
+        let mut slow = full.clone();
+        slow.gpu.speed.pcie_gbs /= 100.0;
+        let f = Strategy::ActivationOffload.speed_factor(&slow);
+        assert!(f < 0.9, "{f}");
+        // In the search it comes after the checkpointing group, whose full mode it needs.
+        let groups = candidate_groups(&none.run, 1, false);
+        let ckpt = groups.iter().position(|g| {
+            g.contains(&Strategy::Checkpointing {
+                mode: Checkpointing::Full,
+            })
+        });
+        let off = groups
+            .iter()
+            .position(|g| g.contains(&Strategy::ActivationOffload));
+        assert!(ckpt.is_some() && off.is_some() && ckpt < off, "{groups:?}");
+    }
 
     #[test]
     fn describe_fills_the_template() {

@@ -450,6 +450,17 @@ impl RunSection {
         if optimizer_in_bwd && self.offload.is_some_and(|o| o != Offload::None) {
             return Err("run.optimizer_in_bwd (torchtune) and run.offload (DeepSpeed ZeRO-Offload, whose optimizer runs on the CPU) do not combine; choose one".into());
         }
+        let activation_offload = self.activation_offload.unwrap_or(d.activation_offload);
+        let checkpointing = self.checkpointing.unwrap_or(d.checkpointing);
+        if activation_offload && checkpointing != Checkpointing::Full {
+            // torchtune's recipes refuse it (lora_finetune_single_device.py `__init__`:
+            // "enable_activation_offloading should only be True when
+            // enable_activation_checkpointing is True"); TRL and Unsloth offload the inputs of
+            // checkpointed layers too.
+            return Err(format!(
+                "run.activation_offload moves the inputs of checkpointed layers to CPU RAM and needs run.checkpointing = 'full' (torchtune refuses it without activation checkpointing); run.checkpointing is '{checkpointing}'"
+            ));
+        }
         Ok(Run {
             task,
             objective: self.objective.unwrap_or(d.objective),
@@ -466,7 +477,8 @@ impl RunSection {
             optimizer: self.optimizer.unwrap_or(d.optimizer),
             optimizer_step: self.optimizer_step.unwrap_or(d.optimizer_step),
             optimizer_in_bwd,
-            checkpointing: self.checkpointing.unwrap_or(d.checkpointing),
+            activation_offload,
+            checkpointing,
             lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
             lora_targets: match &self.lora_targets {
                 Some(t) if method != Method::Full => {
@@ -581,6 +593,24 @@ mod tests {
             e.contains("run.optimizer_in_bwd") && e.contains("run.offload"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn activation_offload_needs_full_checkpointing() {
+        let base = "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nactivation_offload = true\n";
+        assert!(
+            resolve(&format!("{base}checkpointing = \"full\"\n"))
+                .unwrap()
+                .run
+                .activation_offload
+        );
+        for ckpt in ["none", "selective"] {
+            let e = resolve(&format!("{base}checkpointing = \"{ckpt}\"\n")).unwrap_err();
+            assert!(
+                e.contains("run.activation_offload") && e.contains("run.checkpointing = 'full'"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

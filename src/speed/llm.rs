@@ -326,7 +326,12 @@ fn training(w: &Workload) -> Speed {
             8.0 * a.params / n / pcie + 4.0 * a.params * f64::from(r.grad_accum) / n / pcie,
         ),
     };
-    let step = f64::from(r.grad_accum) * micro + optimizer_step + offload;
+    // Activation offloading copies the layer inputs out in forward and back in backward on a
+    // second CUDA stream that overlaps the compute (torchtune `OffloadActivations`,
+    // `use_streams=True` by default, as in TRL): only copies longer than a micro-batch's compute
+    // cost time. [derived: full overlap assumed]
+    let copies = 2.0 * crate::memory::training::offloaded_activation_bytes(w) / pcie;
+    let step = f64::from(r.grad_accum) * micro.max(copies) + optimizer_step + offload;
     let tokens = micro_tokens * f64::from(r.grad_accum) * n;
     let mut basis = format!(
         "{:.0} GFLOPs per token ({per_param:.0}·params + attention) at {:.0}% of {:.0} fp16 \
@@ -347,6 +352,11 @@ fn training(w: &Workload) -> Speed {
     if offload > 0.0 {
         basis.push_str(&format!(
             " + {offload:.2} s of offload traffic per step over PCIe"
+        ));
+    }
+    if copies > 0.0 {
+        basis.push_str(&format!(
+            "; {copies:.2} s of activation copies per micro-batch over PCIe, overlapped with compute"
         ));
     }
     Speed {

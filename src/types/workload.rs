@@ -43,6 +43,7 @@ const TRAINING_FIELDS: &[&str] = &[
     "optimizer",
     "optimizer_step",
     "optimizer_in_bwd",
+    "activation_offload",
     "checkpointing",
     "lora_targets",
     "grad_accum",
@@ -178,6 +179,10 @@ pub struct RunSection {
     /// torchtune `optimizer_in_bwd`: each parameter's optimizer step runs in the backward pass
     /// as soon as its gradient is complete, and the gradient is freed.
     pub optimizer_in_bwd: Option<bool>,
+    /// Saved activations moved to host memory in the forward and brought back in backward
+    /// (torchtune `enable_activation_offloading`, TRL `activation_offloading`, Unsloth
+    /// `use_gradient_checkpointing="unsloth"`); needs full checkpointing.
+    pub activation_offload: Option<bool>,
     pub checkpointing: Option<Checkpointing>,
     pub lora_rank: Option<i64>,
     pub lora_targets: Option<LoraTargets>,
@@ -392,6 +397,7 @@ pub struct Run {
     pub optimizer: Optimizer,
     pub optimizer_step: OptimizerStep,
     pub optimizer_in_bwd: bool,
+    pub activation_offload: bool,
     pub checkpointing: Checkpointing,
     pub lora_rank: u32,
     pub lora_targets: LoraTargets,
@@ -429,6 +435,7 @@ impl Default for Run {
             optimizer: Optimizer::AdamW,
             optimizer_step: OptimizerStep::Foreach,
             optimizer_in_bwd: false,
+            activation_offload: false,
             checkpointing: Checkpointing::None,
             lora_rank: 16,
             lora_targets: LoraTargets::AllLinear,

@@ -28,6 +28,7 @@ Usage:
   fake_train.py --self-check                            fake vs real CPU bytes on a tiny Llama
 """
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -73,9 +74,10 @@ class LiveBytes(TorchDispatchMode):
         self.peak_phase = None
         self.at_peak = None  # {key: (bytes, phase, op)} when the peak was last reached
         self._rising = False
+        self.paused = False  # host-side tensors (activation offloading) are not counted
 
     def register(self, t, op="input"):
-        if not torch.is_tensor(t):
+        if not torch.is_tensor(t) or self.paused:
             return
         s = t.untyped_storage()
         key = _key(t)
@@ -249,6 +251,80 @@ class InBackward:
         pass
 
 
+class OffloadActivations(torch.autograd.graph.saved_tensors_hooks):
+    """The memory rule of torchtune's activation offloading with streams (the default;
+    training/_activation_offloading.py `OffloadActivations`, `pack_tensor` and
+    `unpack_tensor_with_streams`), which TRL's `activation_offloading` copies
+    (trl/models/activation_offloading.py) and wraps around the whole training step (SFTTrainer
+    `training_step`): every tensor saved for backward of at least `min_offload_size` = 1024 B that
+    is not a parameter or buffer is copied to host memory; the device copy stays alive in a forward
+    stash until `max_fwd_stash_size` = 5 further tensors are saved (the copy's event is waited on),
+    and the stash is emptied after the first backward node. In backward an offloaded tensor is
+    brought back (unless still stashed) and kept until the next autograd node's hook. The output
+    head runs under `NoOpManager` (`get_act_offloading_ctx_manager`): its saved tensors stay.
+    Host copies are not counted (`LiveBytes.paused`)."""
+
+    MIN_BYTES = 1024
+    STASH = 5
+
+    def __init__(self, counter, head):
+        self.tracker = {}  # id -> (tensor, offloaded)
+        self.fwd_stash = {}  # id -> device tensor until its copy is done
+        self.bwd_stash = {}  # id -> tensor brought back, until the next node's hook
+        self.next_id = 0
+        self.node = None
+        noop = torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+        head.register_forward_pre_hook(lambda *a: noop.__enter__())
+        head.register_forward_hook(lambda *a: noop.__exit__(None, None, None), always_call=True)
+
+        def pack(t):
+            self.next_id += 1
+            i = self.next_id
+            if t.element_size() * t.nelement() < self.MIN_BYTES or isinstance(t, torch.nn.Parameter):
+                self.tracker[i] = (t, False)
+                return i
+            for k in [k for k in self.fwd_stash if k <= i - self.STASH]:
+                del self.fwd_stash[k]
+            counter.paused = True
+            try:
+                host = torch.empty_like(t)
+            finally:
+                counter.paused = False
+            self.tracker[i] = (host, True)
+            self.fwd_stash[i] = t
+            return i
+
+        def unpack(i):
+            t, offloaded = self.tracker.pop(i)
+            if not offloaded:
+                return t
+            node = torch._C._current_autograd_node()
+            prev = []
+            if node is not self.node:
+                self.node = node
+                prev = list(self.bwd_stash)
+            if i in self.fwd_stash:
+                t = self.fwd_stash[i]
+            else:
+                t = t.clone()  # the copy back to the device: counted
+                self.bwd_stash[i] = t
+
+            def hook(*_):
+                self.fwd_stash.clear()
+                for k in prev:
+                    self.bwd_stash.pop(k, None)
+            node.register_hook(hook)
+            return t
+
+        super().__init__(pack, unpack)
+
+    def end_backward(self):
+        # torchtune queues `wait_and_del_remaining_references` at the end of autograd.
+        self.bwd_stash.clear()
+        self.fwd_stash.clear()
+        self.node = None
+
+
 _swap_tensors = torch.utils.swap_tensors
 
 
@@ -307,16 +383,20 @@ def step_peak(w, fake=True, top=0):
         def logits_phase(_mod, _args):
             counter.phase = "logits"
         head.register_forward_pre_hook(logits_phase)
+        offload = OffloadActivations(counter, head) if r.activation_offload else None
         with counter:
             for _step in range(2):
                 counter.reset_peak()
                 for _micro in range(r.grad_accum):
                     counter.phase = "forward"
-                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
-                        loss = m(input_ids=ids, labels=ids).loss / r.grad_accum
-                    counter.phase = "backward"
-                    loss.backward()
-                    del loss
+                    with offload or contextlib.nullcontext():
+                        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+                            loss = m(input_ids=ids, labels=ids).loss / r.grad_accum
+                        counter.phase = "backward"
+                        loss.backward()
+                        del loss
+                    if offload:
+                        offload.end_backward()
                 counter.phase = "step"
                 opt.step()
                 for st in opt.state.values():
@@ -336,7 +416,8 @@ def step_peak(w, fake=True, top=0):
 
 def _step_mode(r):
     """How the optimizer steps, in a row's `mode` when it is not the default."""
-    return ("" if r.optimizer_step == "foreach" else f" step={r.optimizer_step}") + (" in_bwd" if r.optimizer_in_bwd else "")
+    return (("" if r.optimizer_step == "foreach" else f" step={r.optimizer_step}") + (" in_bwd" if r.optimizer_in_bwd else "")
+            + (" activation_offload" if r.activation_offload else ""))
 
 
 def row(w, peak, parts, phase):

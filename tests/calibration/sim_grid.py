@@ -50,10 +50,11 @@ MOE = ("mixtral", "qwen15moe")
 
 def run_fields(method="full", precision="bf16-mixed", optimizer="adamw", ckpt="none", batch=1,
                seq=1024, rank=16, targets="all-linear", accum=1, attention=None, step="foreach",
-               in_bwd=False):
+               in_bwd=False, act_offload=False):
     return dict(method=method, precision=precision, optimizer=optimizer, checkpointing=ckpt,
                 batch=batch, seq=seq, lora_rank=rank, lora_targets=targets, grad_accum=accum,
-                attention=attention, optimizer_step=step, optimizer_in_bwd=in_bwd)
+                attention=attention, optimizer_step=step, optimizer_in_bwd=in_bwd,
+                activation_offload=act_offload)
 
 
 def grid():
@@ -74,6 +75,8 @@ def grid():
             parts.append(f["optimizer_step"].replace("-", ""))
         if f["optimizer_in_bwd"]:
             parts.append("inbwd")
+        if f["activation_offload"]:
+            parts.append("actoff")
         if f["checkpointing"] != "none":
             parts.append("ckpt")
         if f["attention"] != MODELS[model][1]:
@@ -129,6 +132,14 @@ def grid():
         add(m, in_bwd=True, seq=1024)
         add(m, in_bwd=True, optimizer="adamw-8bit", ckpt="full", seq=256)
         add(m, method="lora", in_bwd=True, ckpt="full", seq=1024)
+    # Activation offloading (torchtune / TRL, full checkpointing only): LoRA at long sequences,
+    # where the layer inputs count, with gradient accumulation; full fine-tuning with the step in
+    # backward (otherwise the optimizer step is the peak, which offloading does not change).
+    for m in ("llama1b", "qwen3-8b"):
+        add(m, act_offload=True, ckpt="full", batch=2, seq=2048)
+        add(m, method="lora", act_offload=True, ckpt="full", seq=8192, accum=2)
+        add(m, act_offload=True, ckpt="full", seq=2048, in_bwd=True)
+        add(m, method="lora", act_offload=True, ckpt="full", batch=2, seq=2048)
     # Larger models at longer sequences and batches.
     for m in ("qwen3-8b", "phi3mini"):
         add(m, ckpt="full", batch=8, seq=4096)
@@ -153,6 +164,8 @@ def toml(name, model, f):
         lines.append(f'optimizer_step = "{f["optimizer_step"]}"')
     if f["optimizer_in_bwd"]:
         lines.append("optimizer_in_bwd = true")
+    if f["activation_offload"]:
+        lines.append("activation_offload = true")
     return "\n".join(lines) + "\n"
 
 

@@ -29,7 +29,7 @@ RESOLVE_TIMEOUT_S = 60
 
 # Resolved `run` fields the harness reads, by the planner's task (`task` of --print-resolved).
 LLM_RUN_FIELDS = ("task", "weights", "batch", "seq", "engine", "attention", "method", "precision", "optimizer",
-                  "optimizer_step", "optimizer_in_bwd", "checkpointing", "lora_rank", "lora_targets", "grad_accum")
+                  "optimizer_step", "optimizer_in_bwd", "activation_offload", "checkpointing", "lora_rank", "lora_targets", "grad_accum")
 DIFFUSION_RUN_FIELDS = ("weights", "batch", "engine", "attention", "width", "height", "vae_tiling")
 # Resolved fields whose other values the harness has no code path for (it measures one GPU, no
 # offload; a diffusers pipeline with every component resident, CFG, one image, a full VAE decode).
@@ -83,6 +83,7 @@ class Run:
     optimizer: str | None = None
     optimizer_step: str | None = None
     optimizer_in_bwd: bool | None = None
+    activation_offload: bool | None = None
     checkpointing: str | None = None
     lora_rank: int | None = None
     lora_targets: str | None = None

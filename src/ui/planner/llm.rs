@@ -166,6 +166,15 @@ pub fn inputs_ui(
         }
         if let Some(v) = pick(ui, tr("Checkpointing"), Checkpointing::ALL, r.checkpointing) {
             f.checkpointing = Some(v);
+            if v != Checkpointing::Full {
+                // Offloading moves checkpointed layers' inputs (`Workload::resolve`).
+                f.activation_offload = None;
+            }
+        }
+        if r.checkpointing == Checkpointing::Full
+            && let Some(v) = flag(ui, tr("Activation offloading to CPU"), r.activation_offload)
+        {
+            f.activation_offload = Some(v);
         }
         if let Some(v) = pick(ui, tr("Loss"), Loss::ALL, r.loss) {
             f.loss = Some(v);
