@@ -83,6 +83,12 @@ def expert_names(model):
     return set(_MOE_TARGET_MODULE_MAPPING.get(base, {})) if getattr(model.config, "num_experts", None) or getattr(model.config, "num_local_experts", None) or getattr(model.config, "n_routed_experts", None) else set()
 
 
+def sorted_sets(message):
+    """PEFT names the missing modules as a Python set, whose order changes with the string hash
+    seed of each run: written sorted, so a regenerated row compares equal to the committed one."""
+    return re.sub(r"\{([^{}]*)\}", lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", message)
+
+
 def row(file, targets, r):
     import peft
 
@@ -95,7 +101,7 @@ def row(file, targets, r):
         try:
             pm = peft.get_peft_model(model, peft.LoraConfig(r=r, lora_alpha=2 * r, target_modules=value))
         except ValueError as e:
-            out["peft_error"] = str(e).splitlines()[0][:200]
+            out["peft_error"] = sorted_sets(str(e).splitlines()[0][:200])
             return out
     trainable, _ = pm.get_nb_trainable_parameters()
     keys = [n.removeprefix("base_model.model.") for n, m in pm.named_modules() if hasattr(m, "lora_A") and len(m.lora_A)]

@@ -14,7 +14,9 @@ pub type Status = Option<Result<String, String>>;
 /// its tooltip, when the glossary has one (tests/ui_glossary.rs requires one for every control).
 pub fn explained(response: Response, label: &str) -> Response {
     match glossary::control(label) {
-        Some(about) => response.on_hover_text(about),
+        // A disabled control says what it is too: it is greyed out because something else
+        // must be set first, and the text says what (e.g. offloading needs full checkpointing).
+        Some(about) => response.on_hover_text(about).on_disabled_hover_text(about),
         None => response,
     }
 }

@@ -173,11 +173,11 @@ def lora_modules(model, targets):
     projections' names, or the fused module holding them. `qv` on a fused q/k/v is refused."""
     names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
     out = []
-    for want in plan.LORA_MODULES[targets]:
+    for want in plan.lora_module_names(targets):
         got = want if want in names else FUSED.get(want)
         if got not in names:
             continue  # e.g. the MLP of a MoE model: its experts are 3-D parameters, not linears
-        if got != want and targets == "qv":
+        if got != want and targets in ("qv", "default"):
             raise ValueError(f"lora_targets = 'qv' on a fused {got}: not expressible")
         if got not in out:
             out.append(got)

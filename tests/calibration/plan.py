@@ -8,6 +8,7 @@ formula fails either way.
 
 import copy
 import math
+import re
 
 from workload import DiffusionModel, LlmModel
 
@@ -17,8 +18,23 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 LORA_MODULES = {
     "all-linear": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
     "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
+    # PEFT's default for llama / qwen2 / mistral (peft/utils/constants.py
+    # TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING); `plan --print-resolved` writes the
+    # workload files' older `qv` as `default`.
+    "default": ["q_proj", "v_proj"],
     "qv": ["q_proj", "v_proj"],
 }
+
+
+def lora_module_names(targets):
+    """The module names a resolved `lora_targets` adapts: a named choice above, or a PEFT list
+    ("q_proj,k_proj"). A regex is refused: the harness does not match module paths."""
+    if targets in LORA_MODULES:
+        return LORA_MODULES[targets]
+    names = [t.strip() for t in targets.split(",") if t.strip()]
+    if not names or any(not re.fullmatch(r"\w+", n) for n in names):
+        raise ValueError(f"lora_targets = {targets!r}: the calibration harness takes a named choice or a list of module names")
+    return names
 
 
 def _attn_bias(model_type, cfg):
@@ -57,7 +73,7 @@ def llm_params(model_type, cfg):
 def lora_params(model_type, cfg, targets, rank):
     """LoRA adds A (r x in) and B (out x r) to each targeted Linear of every layer (PEFT)."""
     shapes = linear_shapes(model_type, cfg)
-    per_layer = sum(rank * (shapes[m][0] + shapes[m][1]) for m in LORA_MODULES[targets])
+    per_layer = sum(rank * (shapes[m][0] + shapes[m][1]) for m in lora_module_names(targets))
     return cfg["num_hidden_layers"] * per_layer
 
 

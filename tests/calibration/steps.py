@@ -345,7 +345,7 @@ def run_llm_training(model, run, device, workdir, meter, res):
                 m = prepare_model_for_kbit_training(m, use_gradient_checkpointing=ckpt,
                                                     gradient_checkpointing_kwargs={"use_reentrant": False})
             lcfg = LoraConfig(r=run.lora_rank, lora_alpha=2 * run.lora_rank, lora_dropout=0.0,
-                              target_modules=plan.LORA_MODULES[run.lora_targets], task_type="CAUSAL_LM")
+                              target_modules=plan.lora_module_names(run.lora_targets), task_type="CAUSAL_LM")
             m = get_peft_model(m, lcfg, autocast_adapter_dtype=run.precision != "bf16")
         if ckpt:
             m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

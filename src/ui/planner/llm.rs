@@ -171,9 +171,12 @@ pub fn inputs_ui(
                 f.activation_offload = None;
             }
         }
-        if r.checkpointing == Checkpointing::Full
-            && let Some(v) = flag(ui, tr("Activation offloading to CPU"), r.activation_offload)
-        {
+        // Shown always, greyed out unless checkpointing is full (what offloading moves): a plan
+        // that recommends both names a control the user can already see.
+        let offload = ui.add_enabled_ui(r.checkpointing == Checkpointing::Full, |ui| {
+            flag(ui, tr("Activation offloading to CPU"), r.activation_offload)
+        });
+        if let Some(v) = offload.inner {
             f.activation_offload = Some(v);
         }
         if let Some(v) = pick(ui, tr("Loss"), Loss::ALL, r.loss) {
