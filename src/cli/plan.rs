@@ -91,6 +91,13 @@ pub struct PlanArgs {
     pub activation_offload: bool,
     #[arg(long)]
     pub checkpointing: Option<Checkpointing>,
+    /// Training loss: standard (full logits) or chunked (chunked / fused cross-entropy).
+    #[arg(long)]
+    pub loss: Option<Loss>,
+    /// What the model is trained for: causal-lm (the vocabulary's logits, default) or
+    /// classification (a small head).
+    #[arg(long)]
+    pub training_objective: Option<Objective>,
     #[arg(long)]
     pub lora_rank: Option<i64>,
     /// Which linear modules get LoRA adapters, as PEFT's `target_modules`: all-linear,
@@ -104,6 +111,9 @@ pub struct PlanArgs {
     pub zero_stage: Option<i64>,
     #[arg(long)]
     pub offload: Option<Offload>,
+    /// llama.cpp --ubatch-size (default 512).
+    #[arg(long)]
+    pub ubatch: Option<i64>,
     /// vLLM --gpu-memory-utilization.
     #[arg(long)]
     pub gpu_memory_utilization: Option<f64>,
@@ -163,6 +173,21 @@ pub struct PlanArgs {
     /// Decode the image in tiles (ComfyUI "VAE Decode (Tiled)", diffusers enable_vae_tiling).
     #[arg(long)]
     pub vae_tiling: bool,
+    /// Side of one tile of a tiled VAE decode, pixels (default 512).
+    #[arg(long)]
+    pub vae_tile: Option<i64>,
+    /// Sampling steps, for seconds per image (default 20).
+    #[arg(long)]
+    pub steps: Option<i64>,
+    /// Classifier-free guidance (cond + uncond batch): true or false (default: the model's usual).
+    #[arg(long)]
+    pub cfg: Option<bool>,
+    /// Stop at the latents: no VAE decode (diffusers output_type="latent").
+    #[arg(long)]
+    pub no_vae_decode: bool,
+    /// A tiny autoencoder (TAESD) instead of the full VAE.
+    #[arg(long)]
+    pub tiny_vae: bool,
     /// diffusers enable_vae_slicing: decode a batch one image at a time.
     #[arg(long)]
     pub vae_slicing: bool,
@@ -273,11 +298,14 @@ impl PlanArgs {
             self.activation_offload.then_some(true),
         );
         set(&mut r.checkpointing, self.checkpointing);
+        set(&mut r.loss, self.loss);
+        set(&mut r.objective, self.training_objective);
         set(&mut r.lora_rank, self.lora_rank);
         set(&mut r.lora_targets, self.lora_targets.clone());
         set(&mut r.grad_accum, self.grad_accum);
         set(&mut r.zero_stage, self.zero_stage);
         set(&mut r.offload, self.offload);
+        set(&mut r.ubatch, self.ubatch);
         set(&mut r.gpu_memory_utilization, self.gpu_memory_utilization);
         set(&mut r.other_processes_gib, self.other_gib);
         set(&mut r.gpu_layers, self.gpu_layers);
@@ -295,6 +323,11 @@ impl PlanArgs {
         set(&mut r.height, self.height);
         set(&mut r.frames, self.frames);
         set(&mut r.vae_tiling, self.vae_tiling.then_some(true));
+        set(&mut r.vae_tile, self.vae_tile);
+        set(&mut r.steps, self.steps);
+        set(&mut r.cfg, self.cfg);
+        set(&mut r.vae_decode, self.no_vae_decode.then_some(false));
+        set(&mut r.tiny_vae, self.tiny_vae.then_some(true));
         set(&mut r.vae_slicing, self.vae_slicing.then_some(true));
         set(&mut r.vram_mode, self.vram_mode);
         set(&mut r.cpu_offload, self.cpu_offload);
@@ -745,6 +778,49 @@ mod tests {
         assert_eq!(bar(0, 100), ".".repeat(BAR));
         assert_eq!(bar(50, 100).matches('#').count(), BAR / 2);
         assert!(bar(300, 100).ends_with('>'));
+    }
+
+    /// Every field of the workload file's `[run]` can be set from the command line too ("flags
+    /// mirror the workload file's fields"): the fields read from the struct's source, each
+    /// looked up among `plan`'s long flags by its own name or the one it is known by.
+    #[test]
+    fn every_run_field_has_a_flag() {
+        // Fields whose flag has another name (mostly the tool's own: llama.cpp --no-kv-offload).
+        let renamed = [
+            ("objective", "training-objective"),
+            ("other_processes_gib", "other-gib"),
+            ("kv_offload", "no-kv-offload"),
+            ("fit_target_mib", "fit-target"),
+            ("objective_speed", "objective"),
+            ("ray_tracing", "rt"),
+            ("frame_generation", "frame-gen"),
+            ("vae_decode", "no-vae-decode"),
+        ];
+        let src = include_str!("../types/workload.rs");
+        let body = src
+            .split("pub struct RunSection {")
+            .nth(1)
+            .and_then(|b| b.split("\n}").next())
+            .expect("RunSection in types/workload.rs");
+        let fields: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("pub ")?.split(':').next())
+            .collect();
+        assert!(fields.len() > 40, "{fields:?}");
+        let cmd = <PlanArgs as clap::Args>::augment_args(clap::Command::new("plan"));
+        let flags: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+        let missing: Vec<String> = fields
+            .iter()
+            .map(|f| match renamed.iter().find(|(n, _)| n == f) {
+                Some((_, flag)) => flag.to_string(),
+                None => f.replace('_', "-"),
+            })
+            .filter(|flag| !flags.contains(&flag.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "[run] fields without a flag: {missing:?}"
+        );
     }
 
     #[test]
