@@ -247,21 +247,32 @@ impl SpeedReport {
 /// Runs the speed reference over JSON Lines text.
 pub fn run(jsonl: &str) -> SpeedReport {
     run_rows(jsonl, "speed row", |row: SpeedRow| {
-        if !(row.tokens_per_s.is_finite() && row.tokens_per_s > 0.0) {
-            return Err((row.id, "tokens_per_s is not a positive number".into()));
-        }
-        match row.estimate() {
-            Ok((e, basis)) => Ok(SpeedResult {
-                kind: row.kind(),
-                id: row.id,
-                unit: "tokens/s",
-                measured_per_s: row.tokens_per_s,
-                estimated_per_s: e,
-                basis,
-            }),
-            Err(why) => Err((row.id, why)),
-        }
+        tokens_result(row.id.clone(), row.kind(), row.tokens_per_s, row.estimate())
     })
+}
+
+/// A tokens/s row's result (the inference and the training references): the measured figure
+/// must be a positive number, then the estimate or why there is none.
+pub(super) fn tokens_result(
+    id: String,
+    kind: String,
+    tokens_per_s: f64,
+    estimate: Result<(f64, String), String>,
+) -> Result<SpeedResult, (String, String)> {
+    if !(tokens_per_s.is_finite() && tokens_per_s > 0.0) {
+        return Err((id, "tokens_per_s is not a positive number".into()));
+    }
+    match estimate {
+        Ok((e, basis)) => Ok(SpeedResult {
+            kind,
+            id,
+            unit: "tokens/s",
+            measured_per_s: tokens_per_s,
+            estimated_per_s: e,
+            basis,
+        }),
+        Err(why) => Err((id, why)),
+    }
 }
 
 /// One reference file's loop, shared by the LLM and the diffusion speed references: each

@@ -27,7 +27,7 @@
 //! peak memory (37.4 and 30.3 GiB against the 4090 rows' 18.9 and 16.2) says they ran other
 //! settings than the recipe's, which the page does not give.
 
-use super::speed_rows::{SpeedReport, SpeedResult, run_rows};
+use super::speed_rows::{SpeedReport, run_rows, tokens_result};
 use crate::memory::WorkloadFile;
 use crate::speed::llm;
 use crate::types::options::{
@@ -125,20 +125,7 @@ impl TrainingSpeedRow {
 /// Runs the training speed reference over JSON Lines text.
 pub fn run(jsonl: &str) -> SpeedReport {
     run_rows(jsonl, "training speed row", |row: TrainingSpeedRow| {
-        if !(row.tokens_per_s.is_finite() && row.tokens_per_s > 0.0) {
-            return Err((row.id, "tokens_per_s is not a positive number".into()));
-        }
-        match row.estimate() {
-            Ok((e, basis)) => Ok(SpeedResult {
-                kind: row.kind(),
-                id: row.id,
-                unit: "tokens/s",
-                measured_per_s: row.tokens_per_s,
-                estimated_per_s: e,
-                basis,
-            }),
-            Err(why) => Err((row.id, why)),
-        }
+        tokens_result(row.id.clone(), row.kind(), row.tokens_per_s, row.estimate())
     })
 }
 
