@@ -19,7 +19,7 @@
 //! 2023: "RTX 40-series results are a bit lower than expected"), and the estimate is of the
 //! current programs.
 
-use super::speed_rows::{SpeedReport, SpeedResult, run_rows};
+use super::speed_rows::{SpeedReport, SpeedResult, run_reference_file, run_rows};
 use crate::memory::WorkloadFile;
 use crate::memory::any::AnyWorkload;
 use crate::speed::diffusion;
@@ -124,9 +124,7 @@ pub fn run(jsonl: &str) -> SpeedReport {
 
 /// Runs the diffusion speed reference over a file (at most 16 MiB).
 pub fn run_file(path: &Path) -> Result<SpeedReport, String> {
-    let text =
-        crate::input_file::read_text_capped(path, 16 << 20, "a diffusion speed reference file")?;
-    Ok(run(&text))
+    run_reference_file(path, "a diffusion speed reference file", run)
 }
 
 #[cfg(test)]

@@ -303,7 +303,17 @@ pub(super) fn run_rows<R: serde::de::DeserializeOwned>(
 
 /// Runs the speed reference over a file (at most 16 MiB).
 pub fn run_file(path: &Path) -> Result<SpeedReport, String> {
-    let text = crate::input_file::read_text_capped(path, 16 << 20, "a speed reference file")?;
+    run_reference_file(path, "a speed reference file", run)
+}
+
+/// Reads a speed reference file (at most 16 MiB, what every speed reference allows) and runs
+/// `run` over its text: shared by the inference, diffusion and training references.
+pub(super) fn run_reference_file(
+    path: &Path,
+    what: &str,
+    run: fn(&str) -> SpeedReport,
+) -> Result<SpeedReport, String> {
+    let text = crate::input_file::read_text_capped(path, 16 << 20, what)?;
     Ok(run(&text))
 }
 

@@ -27,7 +27,7 @@
 //! peak memory (37.4 and 30.3 GiB against the 4090 rows' 18.9 and 16.2) says they ran other
 //! settings than the recipe's, which the page does not give.
 
-use super::speed_rows::{SpeedReport, run_rows, tokens_result};
+use super::speed_rows::{SpeedReport, run_reference_file, run_rows, tokens_result};
 use crate::memory::WorkloadFile;
 use crate::speed::llm;
 use crate::types::options::{
@@ -131,9 +131,7 @@ pub fn run(jsonl: &str) -> SpeedReport {
 
 /// Runs the training speed reference over a file (at most 16 MiB).
 pub fn run_file(path: &Path) -> Result<SpeedReport, String> {
-    let text =
-        crate::input_file::read_text_capped(path, 16 << 20, "a training speed reference file")?;
-    Ok(run(&text))
+    run_reference_file(path, "a training speed reference file", run)
 }
 
 #[cfg(test)]
