@@ -233,6 +233,28 @@ fn presets_list_shows_both_catalogs() {
     assert!(!String::from_utf8_lossy(&o.stdout).contains("llama-3.1-8b"));
 }
 
+/// `vram-doctor ARGS` (a `plan --json`): the weights' bytes and the warnings.
+fn plan_weights(args: &[&str]) -> (f64, Vec<String>) {
+    let o = run(args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let bytes = v["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "weights")
+        .unwrap()["bytes"]
+        .as_f64()
+        .unwrap();
+    let notes: Vec<String> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect();
+    (bytes, notes)
+}
+
 /// A model shipped in fp8 is planned in fp8 unless a flag says otherwise, and the output says
 /// which format was used; `inspect` reports the same format.
 #[test]
@@ -243,28 +265,13 @@ fn plan_uses_the_files_own_weight_format() {
     let i: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
     assert_eq!(i["weights"], "fp8");
     let weights = |args: &[&str]| {
-        let o = run(&[
-            &["plan", "--model-file", cfg, "--vram-gib", "80", "--json"],
-            args,
-        ]
-        .concat());
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let bytes = v["components"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == "weights")
-            .unwrap()["bytes"]
-            .as_f64()
-            .unwrap();
-        let notes: Vec<String> = v["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w.as_str().unwrap().to_string())
-            .collect();
-        (bytes, notes)
+        plan_weights(
+            &[
+                &["plan", "--model-file", cfg, "--vram-gib", "80", "--json"],
+                args,
+            ]
+            .concat(),
+        )
     };
     let (fp8, notes) = weights(&[]);
     assert!(
@@ -439,37 +446,17 @@ fn an_8gb_card_keeps_q4_k_m_with_a_split_above_the_threshold() {
 #[test]
 fn plan_uses_a_catalog_rows_own_weight_format() {
     let weights = |args: &[&str]| {
-        let o = run(&[
-            &[
-                "plan",
-                "--model",
-                "gpt-oss-20b",
-                "--vram-gib",
-                "80",
-                "--seq",
-                "4096",
-                "--json",
-            ],
-            args,
-        ]
-        .concat());
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let bytes = v["components"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == "weights")
-            .unwrap()["bytes"]
-            .as_f64()
-            .unwrap();
-        let notes: Vec<String> = v["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w.as_str().unwrap().to_string())
-            .collect();
-        (bytes, notes)
+        let base = [
+            "plan",
+            "--model",
+            "gpt-oss-20b",
+            "--vram-gib",
+            "80",
+            "--seq",
+            "4096",
+            "--json",
+        ];
+        plan_weights(&[&base, args].concat())
     };
     let (mxfp4, notes) = weights(&[]);
     assert!(
