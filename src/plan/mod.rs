@@ -135,8 +135,14 @@ impl PlanResult {
 /// Estimates a workload and plans how to make it fit, with the speed of the plan and, for
 /// llama.cpp, the GPU/CPU split options.
 pub fn plan(w: &Workload) -> (Breakdown, Plan) {
-    let (b, mut p) = plan_memory(w);
+    let (mut b, mut p) = plan_memory(w);
     options::add(w, &b, &mut p);
+    let precision = crate::speed::precision::llm_rate(w);
+    if let Some(m) =
+        precision.and_then(|r| crate::speed::precision::fallback_warning(&w.gpu.name, &r))
+    {
+        b.warnings.push(m);
+    }
     (b, p)
 }
 
@@ -303,5 +309,35 @@ pub fn plan_any(w: &AnyWorkload) -> PlanResult {
             };
             result(memory::any::estimate_any(w), v, plan)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::WorkloadFile;
+    use std::path::Path;
+
+    fn warnings(gpu: &str) -> Vec<&'static str> {
+        let text = format!(
+            "[gpu]\npreset = \"{gpu}\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nengine = \"llama.cpp\"\nweights = \"q4_k_m\"\n"
+        );
+        let w = WorkloadFile::parse(&text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap();
+        plan_result(&w).warnings.iter().map(|m| m.id).collect()
+    }
+
+    #[test]
+    fn a_card_without_the_runs_precision_is_planned_with_a_warning() {
+        // llama.cpp's Q4_K_M matmuls run in int8 (MMQ); the RX 7900 XTX preset has its 16-bit
+        // WMMA rate only, so its prefill is estimated at that rate and the plan says so.
+        assert!(
+            warnings("rx-7900-xtx").contains(&"speed.precision_fallback"),
+            "{:?}",
+            warnings("rx-7900-xtx")
+        );
+        assert!(!warnings("rtx-4090").contains(&"speed.precision_fallback"));
     }
 }

@@ -97,7 +97,7 @@ impl GpuTarget {
             speed: GpuSpeed {
                 bandwidth_gbs: g.bandwidth_gbs,
                 pcie_gbs: crate::types::gpu::pcie_gbs(g.pcie_gen, g.pcie_lanes),
-                fp16_tflops: g.sustained_tflops(),
+                tensor: g.tensor_rates(),
             },
             host: crate::catalog::hosts::assumed(),
         }

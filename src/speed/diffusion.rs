@@ -19,9 +19,10 @@ use crate::types::dtype::WeightFormat;
 /// Share of the card's dense fp16/bf16 tensor rate (fp32 accumulate, `fp16_tflops` of
 /// `presets/gpus.toml`) a PyTorch denoiser step reaches: the median of what the in-sample rows
 /// of `tests/data/speed-diffusion.jsonl` imply (RTX 3060 and 4060 Ti running SDXL in ComfyUI,
-/// 73% and 63%; RTX 4090 running Flux-dev, 77%). GeForce cards only: a workstation card's
-/// data-sheet rate (RTX 6000 Ada, 364 TFLOPS with fp32 accumulate at 300 W) is not reached,
-/// and the held-out rows of that card come out twice as fast as measured.
+/// 73% and 63%; RTX 4090 running Flux-dev, 77%). The held-out RTX 6000 Ada rows come out
+/// within 3-12% once that card's preset carries its fp32-accumulate rate (182.1, the L40
+/// datasheet's for the same AD102 configuration) rather than 364.2, which assumed full-rate
+/// fp32 accumulation (`presets/gpus.toml`).
 pub const DENOISE_EFFICIENCY: f64 = 0.73;
 
 /// Slowdown of a step whose weights are stored quantized and dequantized for every matmul (the
@@ -123,12 +124,17 @@ fn step_flops_from_params(w: &DiffusionWorkload) -> f64 {
 const FLOPS_PER_BYTE: f64 = 100.0;
 
 /// The card's 16-bit rate at [`DENOISE_EFFICIENCY`], FLOPs per second, or why it is not known.
+/// A denoiser multiplies in 16-bit whatever its weights are stored in: ComfyUI casts fp8,
+/// GGUF and NF4 weights to the compute dtype per layer (comfy/ops.py `cast_bias_weight`; fp8
+/// matmuls, `fp8_linear`, only with `--fast fp8_matrix_mult`, which is not modelled), and the
+/// BFL reference code's "fp8 without quant" rows do the same.
 fn rate(w: &DiffusionWorkload) -> Result<f64, String> {
     if w.run.weights == WeightFormat::Fp32 {
         return Err("fp32 compute: the card's preset has a 16-bit rate only".into());
     }
     w.gpu
         .speed
+        .tensor
         .fp16_tflops
         .map(|t| t * 1e12 * DENOISE_EFFICIENCY)
         .ok_or_else(|| "the card's preset has no fp16_tflops".into())
@@ -147,6 +153,7 @@ pub fn timing_for_ranking(w: &DiffusionWorkload) -> Timing {
         let r = w
             .gpu
             .speed
+            .tensor
             .fp16_tflops
             .map_or(w.bus.bandwidth_gbs.max(1.0) * 1e9 * FLOPS_PER_BYTE, |t| {
                 t * 1e12
@@ -220,7 +227,7 @@ pub fn speed(w: &DiffusionWorkload) -> Speed {
         w.run.width,
         w.run.height,
         100.0 * DENOISE_EFFICIENCY,
-        w.gpu.speed.fp16_tflops.unwrap_or(0.0),
+        w.gpu.speed.tensor.fp16_tflops.unwrap_or(0.0),
     );
     if t.stream_s > 0.0 {
         basis.push_str(&format!(
@@ -261,7 +268,10 @@ mod tests {
         g.speed = GpuSpeed {
             bandwidth_gbs: 1000.0,
             pcie_gbs: 16.0,
-            fp16_tflops: Some(tflops),
+            tensor: crate::types::gpu::TensorRates {
+                fp16_tflops: Some(tflops),
+                ..Default::default()
+            },
         };
         crate::resolve::diffusion::for_preset(g, Bus::default(), model).unwrap()
     }
@@ -302,7 +312,7 @@ mod tests {
     #[test]
     fn unknown_inputs_give_no_figure() {
         let mut w = wl("sdxl", 24.0, 100.0);
-        w.gpu.speed.fp16_tflops = None;
+        w.gpu.speed.tensor.fp16_tflops = None;
         let s = speed(&w);
         assert!(s.seconds_per_step.is_none() && s.basis.contains("fp16_tflops"));
         let mut w = wl("sdxl", 24.0, 100.0);

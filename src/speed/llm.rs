@@ -9,6 +9,7 @@
 //! each ubatch also copies those weights over PCIe.
 
 use super::Speed;
+use super::precision::{self, MatmulPrecision};
 use crate::memory::placement;
 use crate::types::options::{Checkpointing, Engine, Method, Offload, Precision, Task};
 use crate::types::workload::Workload;
@@ -40,14 +41,20 @@ pub const MOE_LAYER_OVERHEAD_S: f64 = 85e-6;
 /// dual-channel desktop is likely faster than this estimate.
 pub const HOST_DECODE_EFFICIENCY: f64 = 0.45;
 
-/// Prefill throughput relative to the card's dense fp16 TFLOPS (fp32 accumulate). Near 1 on
-/// GeForce cards although their fp32-accumulate fp16 rate is a quarter of their int8 rate:
-/// llama.cpp's quantized matmul (MMQ) runs on int8 tensor cores (PR 7676) but spends part of
-/// each tile unpacking the quantized blocks. Median of the pp rows of
-/// `tests/data/speed-llama-cpp.jsonl` (Q4_0 and IQ4_XS at 0.95, Q4_K_M 1.06, Q6_K and Q2_K
-/// 0.7: their blocks take more unpacking).
+/// Prefill throughput of llama.cpp's quantized matmuls (MMQ) relative to the card's dense int8
+/// tensor rate (`int8_tops`; `precision::llm`: MMQ multiplies int8 by int8 on the tensor cores,
+/// PR 7676), which they reach only in part: each tile also unpacks the quantized blocks and
+/// requantizes the activations to q8_1. Median of the pp rows of
+/// `tests/data/speed-llama-cpp.jsonl` (all GeForce cards, whose int8 rate is four times their
+/// fp32-accumulate fp16 rate: Q4_0 and IQ4_XS at 0.24, Q4_K_M 0.27, Q6_K and Q2_K 0.18: their
+/// blocks take more unpacking).
+pub const PREFILL_EFFICIENCY_MMQ: f64 = 0.225;
+/// The same for other quantized weights that are dequantized to 16-bit before their matmuls
+/// (AWQ/GPTQ Marlin kernels, bitsandbytes), relative to the 16-bit rate: the value the MMQ rows
+/// gave against the 16-bit rate before MMQ was counted at its int8 rate [derived: no rows].
 pub const PREFILL_EFFICIENCY_QUANTIZED: f64 = 0.9;
-/// The same for 16-bit weights (cuBLAS fp16 GEMM).
+/// The same for 16-bit weights (cuBLAS fp16 GEMM), and for fp8, int8 and fp4 GEMMs relative to
+/// their own rate (the same libraries' GEMMs) [derived: no rows of those precisions yet].
 pub const PREFILL_EFFICIENCY_16BIT: f64 = 0.6;
 
 /// Decode efficiency of PyTorch engines. transformers `generate` runs one Python step per token
@@ -103,6 +110,18 @@ fn layer_overhead(a: &crate::types::arch::ModelArch) -> f64 {
     let moe = a.moe_layers();
     let moe_n = f64::from(moe.end - moe.start);
     (f64::from(a.layers) - moe_n) * LAYER_OVERHEAD_S + moe_n * MOE_LAYER_OVERHEAD_S
+}
+
+/// Prefill efficiency of the matmuls at `rate`: llama.cpp's MMQ kernels against the int8 rate;
+/// where the card's preset has no int8 figure, the estimate takes the 16-bit rate as if the
+/// weights were dequantized for cuBLAS (what ggml-cuda does where MMQ is not taken,
+/// `ggml_cuda_op_mul_mat_cublas`); other quantized weights dequantize to 16-bit.
+fn prefill_efficiency(w: &Workload, rate: &precision::Rate) -> f64 {
+    match (rate.used, w.run.engine) {
+        (MatmulPrecision::Int8, Engine::LlamaCpp) => PREFILL_EFFICIENCY_MMQ,
+        (MatmulPrecision::Fp16, _) if w.run.weights.is_quantized() => PREFILL_EFFICIENCY_QUANTIZED,
+        _ => PREFILL_EFFICIENCY_16BIT,
+    }
 }
 
 fn inference(w: &Workload) -> Speed {
@@ -161,13 +180,9 @@ fn inference_spilling(w: &Workload, spilled: f64) -> Speed {
         };
         (w.weight_bytes().gpu * active + kv, 0.0, 0.0, eff, 0.0)
     };
-    let tflops = g.fp16_tflops.map(|t| t * 1e12 * n);
-    let quantized = r.weights.is_quantized() || r.weights.is_gguf();
-    let prefill_eff = if quantized {
-        PREFILL_EFFICIENCY_QUANTIZED
-    } else {
-        PREFILL_EFFICIENCY_16BIT
-    };
+    let rate = precision::llm_rate(w);
+    let tflops = rate.map(|r| r.tflops * 1e12 * n);
+    let prefill_eff = rate.map_or(PREFILL_EFFICIENCY_16BIT, |p| prefill_efficiency(w, &p));
     // One decode step: memory time of both sides, or compute time at large batches.
     let spilled = spilled * gpu_read;
     let step_memory = (gpu_read - spilled) / (gpu_bw * eff)
@@ -220,9 +235,18 @@ fn inference_spilling(w: &Workload, spilled: f64) -> Speed {
             w.gpu.host.source
         ));
     }
-    match g.fp16_tflops {
-        Some(t) => {
-            basis.push_str(&format!("; prefill from FLOPs at {:.0} fp16 TFLOPS", t * n));
+    match rate {
+        Some(p) => {
+            basis.push_str(&format!(
+                "; prefill from FLOPs at {:.0} {} T{}",
+                p.tflops * n,
+                p.describe(),
+                if p.used == MatmulPrecision::Int8 {
+                    "OPS"
+                } else {
+                    "FLOPS"
+                }
+            ));
             if host_weights > 0.0 {
                 basis.push_str(&format!(
                     " + {:.1} GB of CPU-side weights over PCIe ({:.0} GB/s) per {}-token ubatch",
@@ -266,7 +290,7 @@ fn training(w: &Workload) -> Speed {
     let a = &w.model;
     let g = &w.gpu.speed;
     let n = f64::from(w.gpu.count.max(1));
-    let Some(tflops) = g.fp16_tflops else {
+    let Some(tflops) = g.tensor.fp16_tflops else {
         return Speed {
             basis: "training speed unknown: the card's preset has no fp16_tflops".into(),
             ..Default::default()
@@ -407,6 +431,68 @@ mod tests {
             "{qlora:?} {lora:?}"
         );
         assert!(qlora.basis.contains("dequantizing"), "{}", qlora.basis);
+    }
+
+    fn llama_cpp(gpu: &str, weights: &str) -> Workload {
+        let text = format!(
+            "[gpu]\npreset = \"{gpu}\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nengine = \"llama.cpp\"\nweights = \"{weights}\"\nseq = 4096\n"
+        );
+        WorkloadFile::parse(&text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap()
+    }
+
+    #[test]
+    fn llama_cpp_quantized_prefill_runs_at_the_int8_rate_and_falls_back_out_loud() {
+        // A GeForce card's int8 rate is 4x its fp32-accumulate fp16 rate: MMQ at 0.225 of it
+        // is the 0.9 of the fp16 rate the rows were first fitted at.
+        let w = llama_cpp("rtx-4090", "q4_k_m");
+        let p = precision::llm_rate(&w).unwrap();
+        assert_eq!((p.used, p.fell_back()), (MatmulPrecision::Int8, false));
+        let s = speed(&w);
+        assert!(s.basis.contains("int8 TOPS"), "{}", s.basis);
+        let via_int8 = s.prefill_tokens_per_s.unwrap();
+        // The same card without an int8 figure: the fp16 rate, said in the basis.
+        let mut bare = w.clone();
+        bare.gpu.speed.tensor.int8_tops = None;
+        let p = precision::llm_rate(&bare).unwrap();
+        assert!(p.fell_back() && p.used == MatmulPrecision::Fp16);
+        let s = speed(&bare);
+        assert!(s.basis.contains("no int8 figure"), "{}", s.basis);
+        let via_fp16 = s.prefill_tokens_per_s.unwrap();
+        assert!(
+            (via_fp16 / via_int8 - 1.0).abs() < 0.01,
+            "{via_fp16} {via_int8}"
+        );
+        // F16 files are not an MMQ type: cuBLAS at the fp16 rate, no fallback.
+        let f16 = precision::llm_rate(&llama_cpp("rtx-4090", "f16")).unwrap();
+        assert_eq!((f16.used, f16.fell_back()), (MatmulPrecision::Fp16, false));
+        // A datacenter card's int8 rate is twice its fp16 rate, not four times: MMQ there is
+        // faster than the 16-bit rate alone would say.
+        let a100 = speed(&llama_cpp("a100-80gb", "q4_k_m"));
+        assert!(a100.basis.contains("int8 TOPS"), "{}", a100.basis);
+    }
+
+    #[test]
+    fn fp8_weights_multiply_in_fp8_on_cards_with_fp8_units() {
+        let run = |gpu: &str| {
+            let text = format!(
+                "[gpu]\npreset = \"{gpu}\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nengine = \"vllm\"\nweights = \"fp8\"\n"
+            );
+            let w = WorkloadFile::parse(&text, "t")
+                .unwrap()
+                .resolve(Path::new("."), None)
+                .unwrap();
+            precision::llm_rate(&w).unwrap()
+        };
+        assert_eq!(run("h100-80gb").used, MatmulPrecision::Fp8);
+        // Ampere has no fp8 units: vLLM's fp8 Marlin kernel multiplies in 16-bit.
+        let a100 = run("a100-80gb");
+        assert_eq!(
+            (a100.used, a100.fell_back()),
+            (MatmulPrecision::Fp16, false)
+        );
     }
 
     #[test]

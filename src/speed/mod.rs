@@ -8,6 +8,7 @@
 
 pub mod diffusion;
 pub mod llm;
+pub mod precision;
 
 use serde::{Deserialize, Serialize};
 

@@ -54,6 +54,18 @@ pub struct Gpu {
     /// ([`Gpu::sustained_tflops`]).
     #[serde(default)]
     pub matmul_tflops: Option<f64>,
+    /// Dense fp8 (e4m3) tensor TFLOPS with fp32 accumulate, the rate vLLM's and PyTorch's fp8
+    /// GEMMs (`torch._scaled_mm`, CUTLASS `scaled_mm`) run at: the data sheet's figure, halved
+    /// where it is given "with sparsity". Absent on cards without fp8 units or not looked up.
+    #[serde(default)]
+    pub fp8_tflops: Option<f64>,
+    /// Dense int8 tensor TOPS (int32 accumulate): what llama.cpp's quantized matmuls (MMQ, int8
+    /// tensor cores on Turing and later) and int8 W8A8 GEMMs run on.
+    #[serde(default)]
+    pub int8_tops: Option<f64>,
+    /// Dense fp4 (e2m1) tensor TFLOPS, where the data sheet states it (Blackwell: NVFP4/MXFP4).
+    #[serde(default)]
+    pub fp4_tflops: Option<f64>,
     #[serde(default)]
     pub aliases: Vec<String>,
     /// Where the numbers come from.
@@ -65,7 +77,6 @@ impl Gpu {
         crate::units::gib_to_bytes(self.vram_gib)
     }
 
-    /// Checks that the figures describe a real card; names the first bad field.
     /// The 16-bit tensor rate speed estimates start from: the data sheet's, or the measured
     /// matmul rate where that is lower.
     pub fn sustained_tflops(&self) -> Option<f64> {
@@ -75,6 +86,26 @@ impl Gpu {
         }
     }
 
+    /// The card's tensor rates per precision as speed estimates use them: the 16-bit rate of
+    /// [`Gpu::sustained_tflops`], and the fp8, int8 and fp4 data-sheet rates scaled by the same
+    /// share where a measured matmul rate shows the card does not hold its data-sheet clock
+    /// (a power limit slows every precision alike [derived]; stas00/ml-engineering's MAMF table,
+    /// compute/accelerator/README.md: an H100 SXM reaches 80% of its bf16 and 71% of its fp8
+    /// data-sheet rate).
+    pub fn tensor_rates(&self) -> TensorRates {
+        let share = match (self.fp16_tflops, self.sustained_tflops()) {
+            (Some(d), Some(s)) if d > 0.0 => s / d,
+            _ => 1.0,
+        };
+        TensorRates {
+            fp16_tflops: self.sustained_tflops(),
+            fp8_tflops: self.fp8_tflops.map(|t| t * share),
+            int8_tops: self.int8_tops.map(|t| t * share),
+            fp4_tflops: self.fp4_tflops.map(|t| t * share),
+        }
+    }
+
+    /// Checks that the figures describe a real card; names the first bad field.
     pub fn validate(&self) -> Result<(), String> {
         if !(self.vram_gib > 0.0 && self.vram_gib < 4096.0) {
             return Err("vram_gib must be between 0 and 4096".into());
@@ -87,6 +118,19 @@ impl Gpu {
                     "matmul_tflops must be positive, at most fp16_tflops, and given with it".into(),
                 );
             }
+        }
+        for (field, v) in [
+            ("fp16_tflops", self.fp16_tflops),
+            ("fp8_tflops", self.fp8_tflops),
+            ("int8_tops", self.int8_tops),
+            ("fp4_tflops", self.fp4_tflops),
+        ] {
+            if v.is_some_and(|t| !(t > 0.0 && t < 100_000.0)) {
+                return Err(format!("{field} must be between 0 and 100000"));
+            }
+        }
+        if self.fp8_tflops.is_some() && !self.fp8 {
+            return Err("fp8_tflops is given but fp8 = false".into());
         }
         if !(self.bandwidth_gbs > 0.0 && self.bandwidth_gbs < 100_000.0) {
             return Err("bandwidth_gbs must be between 0 and 100000 GB/s".into());
@@ -102,6 +146,16 @@ impl Gpu {
             )),
         }
     }
+}
+
+/// Dense tensor rates of a card per input precision (`None`: not in its preset).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TensorRates {
+    /// fp16/bf16 with fp32 accumulate, TFLOPS.
+    pub fp16_tflops: Option<f64>,
+    pub fp8_tflops: Option<f64>,
+    pub int8_tops: Option<f64>,
+    pub fp4_tflops: Option<f64>,
 }
 
 /// Usable host-to-device bandwidth for streamed weights: 0.985 / 1.97 / 3.94 GB/s per lane for

@@ -363,9 +363,9 @@ pub struct GpuSpeed {
     pub bandwidth_gbs: f64,
     /// Usable host-to-device bandwidth, GB/s (`diffusion::pcie_gbs`; 0 = none or unknown).
     pub pcie_gbs: f64,
-    /// Dense fp16/bf16 tensor TFLOPS with fp32 accumulate: the preset's data-sheet figure, or
-    /// its measured matmul rate where lower (`Gpu::sustained_tflops`).
-    pub fp16_tflops: Option<f64>,
+    /// Dense tensor rates per precision (`Gpu::tensor_rates`: the data sheet's, scaled down
+    /// where a measured matmul rate is lower).
+    pub tensor: crate::types::gpu::TensorRates,
 }
 
 /// System RAM of the machine planned for.
