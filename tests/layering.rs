@@ -98,17 +98,128 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The file's code before its tests, without comments (a doc comment may name any module).
+/// The file's code without comments (a doc comment may name any module), with string and
+/// character literals emptied (a message may name any path), and without the items marked
+/// `#[cfg(test)]` (a test module, or a test-only function in the middle of an `impl`):
+/// everything else is checked, also the code that follows a test item.
 fn code_of(text: &str) -> String {
-    let end = text.find("#[cfg(test)]").unwrap_or(text.len());
-    text[..end]
-        .lines()
-        .map(|l| match l.find("//") {
-            Some(i) => &l[..i],
-            None => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let code = without_comments_and_literals(text);
+    let mut out = String::new();
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + "#[cfg(test)]".len()..];
+        rest = &after[item_len(after)..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with its comments (line, block, nested) removed and its string, raw string and
+/// character literals left empty (`""`, `''`); lifetimes stay.
+fn without_comments_and_literals(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    while i < c.len() {
+        let next = c.get(i + 1).copied();
+        match c[i] {
+            '/' if next == Some('/') => {
+                while i < c.len() && c[i] != '\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            '/' if next == Some('*') => {
+                let mut depth = 0;
+                while i < c.len() {
+                    if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            'r' if (next == Some('"') || next == Some('#')) && !(i > 0 && ident(c[i - 1])) => {
+                let hashes = c[i + 1..].iter().take_while(|ch| **ch == '#').count();
+                if c.get(i + 1 + hashes) != Some(&'"') {
+                    out.push('r');
+                    i += 1;
+                    continue;
+                }
+                i += 2 + hashes;
+                while i < c.len()
+                    && !(c[i] == '"'
+                        && c[i + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|ch| **ch == '#')
+                            .count()
+                            == hashes)
+                {
+                    i += 1;
+                }
+                i += 1 + hashes;
+                out.push_str("\"\"");
+                continue;
+            }
+            '"' => {
+                i += 1;
+                while i < c.len() && c[i] != '"' {
+                    i += if c[i] == '\\' { 2 } else { 1 };
+                }
+                i += 1;
+                out.push_str("\"\"");
+                continue;
+            }
+            '\'' => {
+                // A character literal ('x', '\n', '\u{7f}'), not a lifetime ('a).
+                let end = if next == Some('\\') {
+                    (i + 3..c.len().min(i + 12)).find(|&j| c[j] == '\'')
+                } else {
+                    Some(i + 2).filter(|&j| c.get(j) == Some(&'\''))
+                };
+                if let Some(end) = end {
+                    out.push_str("''");
+                    i = end + 1;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(c[i]);
+        i += 1;
+    }
+    out
+}
+
+/// The length of the item `code` starts with: up to its `;` when that comes before any `{`
+/// (`use x;`, `mod m;`), else up to the `}` closing its first block.
+fn item_len(code: &str) -> usize {
+    let mut depth = 0usize;
+    for (i, ch) in code.char_indices() {
+        match ch {
+            ';' if depth == 0 => return i + 1,
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    code.len()
 }
 
 /// The top-level modules a piece of code names through `crate::` (also `crate::{a, b::c}`),
@@ -122,9 +233,21 @@ fn named_modules(code: &str, depth: usize) -> BTreeSet<String> {
     };
     let mut take = |rest: &str| {
         if let Some(group) = rest.strip_prefix('{') {
-            // One level of grouping: each item's first segment.
-            let inner = &group[..group.find('}').unwrap_or(group.len())];
-            for item in inner.split(',') {
+            // Each item's first segment, also after a nested group (`crate::{a::{b, c}, d}`
+            // names a and d).
+            let mut depth = 0usize;
+            let mut items = vec![String::new()];
+            for ch in group.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => items.push(String::new()),
+                    _ if depth == 0 => items.last_mut().unwrap().push(ch),
+                    _ => {}
+                }
+            }
+            for item in &items {
                 let id = ident(item.trim());
                 if !id.is_empty() && id != "self" {
                     out.insert(id);
@@ -233,11 +356,13 @@ fn every_import_respects_the_layers() {
 
 #[test]
 fn the_parser_sees_every_form_of_path() {
-    let code = "use crate::memory::Workload;\nuse crate::{catalog::Catalog, units};\nlet x = crate::ui::Tab::ALL;\nuse super::super::plan::Plan;\n";
+    let code = "use crate::memory::Workload;\nuse crate::{catalog::Catalog, units};\nlet x = crate::ui::Tab::ALL;\nuse super::super::plan::Plan;\nuse crate::{types::{a, b}, speed};\n";
     let m = named_modules(code, 1);
-    for want in ["memory", "catalog", "units", "ui", "plan"] {
+    for want in ["memory", "catalog", "units", "ui", "plan", "types", "speed"] {
         assert!(m.contains(want), "{want} not seen in {m:?}");
     }
+    // A nested group's items are not modules of the crate.
+    assert!(!m.contains("a") && !m.contains("b"), "{m:?}");
     // `super::` inside the module stays inside it.
     assert!(named_modules("use super::x::Y;", 1).is_empty());
     // Comments and tests are not code.
@@ -246,6 +371,19 @@ fn the_parser_sees_every_form_of_path() {
             .find("ui")
             .is_none()
     );
+    // What follows a test item is code again: a test-only function inside an `impl` (braces
+    // in its strings and characters do not end it) or a test module before more items.
+    let code = code_of(concat!(
+        "impl A {\n    #[cfg(test)]\n",
+        "    fn t<'a>() { let s = \"}\"; let c = '{'; let q = '\\''; let r = r#\"}\"#; /* } */ crate::ui::x(); }\n",
+        "    fn b() { let u = \"http://crate::doctor\"; crate::plan::y() }\n}\n",
+        "#[cfg(test)]\nmod tests { use crate::export; }\nuse crate::cli::Z;\n",
+    ));
+    let m = named_modules(&code, 0);
+    assert!(m.contains("plan") && m.contains("cli"), "{m:?} in {code}");
+    for not_code in ["ui", "export", "doctor"] {
+        assert!(!m.contains(not_code), "{not_code} in {m:?} of {code}");
+    }
     assert!(!allowed("cli").unwrap().contains(&"ui"));
     assert!(!allowed("memory").unwrap().contains(&"catalog"));
 }
