@@ -192,15 +192,18 @@ impl<'de> Deserialize<'de> for Sentences {
     }
 }
 
-/// A template table as it reads (`id = "template"`); an empty one when it does not read, which
-/// the tests catch before a release.
+/// A template table as it reads (`id = "template"`).
 pub fn parse(text: &str) -> Result<HashMap<String, String>, String> {
     toml::from_str(text).map_err(|e| e.to_string())
 }
 
 fn english() -> &'static HashMap<String, String> {
     static TABLE: OnceLock<HashMap<String, String>> = OnceLock::new();
-    TABLE.get_or_init(|| parse(EN).unwrap_or_default())
+    // Embedded and checked by the tests: a table that does not read is a build defect, reported
+    // loudly rather than shown as bare message ids.
+    TABLE.get_or_init(|| {
+        parse(EN).unwrap_or_else(|e| panic!("assets/i18n/messages.en.toml does not read: {e}"))
+    })
 }
 
 #[cfg(test)]

@@ -94,24 +94,31 @@ impl Lang {
         self.loaded()?.as_ref().ok()
     }
 
-    /// This language's message templates; English needs none (the domain embeds its own). One
-    /// that does not read shows English, like a table that does not read.
-    fn messages(self) -> Option<&'static HashMap<String, String>> {
-        static ZH: OnceLock<HashMap<String, String>> = OnceLock::new();
+    /// This language's message templates as they read; English needs none (the domain embeds
+    /// its own).
+    fn messages_loaded(self) -> Option<&'static Result<HashMap<String, String>, String>> {
+        static ZH: OnceLock<Result<HashMap<String, String>, String>> = OnceLock::new();
         match self {
             Lang::English => None,
-            Lang::SimplifiedChinese => {
-                Some(ZH.get_or_init(|| {
-                    crate::types::message::parse(MESSAGES_ZH_CN).unwrap_or_default()
-                }))
-            }
+            Lang::SimplifiedChinese => Some(ZH.get_or_init(|| {
+                crate::types::message::parse(MESSAGES_ZH_CN).map_err(|e| {
+                    let first = e.lines().next().unwrap_or("").to_string();
+                    format!("the message templates do not read ({first})")
+                })
+            })),
         }
     }
 
-    /// When this language's table does not read: one line for the top bar saying so. It stays
-    /// English, since the table that would translate it is the one that failed.
+    /// The message templates; ones that do not read show English, and the top bar says so.
+    fn messages(self) -> Option<&'static HashMap<String, String>> {
+        self.messages_loaded()?.as_ref().ok()
+    }
+
+    /// When this language's table or message templates do not read: one line for the top bar
+    /// saying so. It stays English, since the table that would translate it is what failed.
     pub fn problem(self) -> Option<String> {
-        let why = self.loaded()?.as_ref().err()?;
+        let failed = |r: &'static Result<HashMap<String, String>, String>| r.as_ref().err();
+        let why = failed(self.loaded()?).or_else(|| failed(self.messages_loaded()?))?;
         Some(fallback_notice(self, why))
     }
 }
