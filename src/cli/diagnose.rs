@@ -215,7 +215,7 @@ fn interactive(
     state: &mut WizardState,
     lang: &str,
     input: &mut impl BufRead,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let mut err = std::io::stderr();
     loop {
         let View::Question { text, options, .. } = state.view(kb, lang)? else {
@@ -232,7 +232,7 @@ fn interactive(
         let mut bytes = Vec::new();
         let got = input
             .take_first_line(&mut bytes, MAX_ANSWER_LINE)
-            .map_err(|e| format!("stdin: {e}"))?;
+            .map_err(|e| CliError::Environment(format!("stdin: {e}")))?;
         let line = String::from_utf8_lossy(&bytes);
         match line.trim() {
             _ if got.is_none() => return Ok(()),

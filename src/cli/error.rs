@@ -10,6 +10,7 @@
 //!
 //! `vram-doctor run` returns the watched command's own status instead.
 
+use crate::doctor::DoctorError;
 use crate::file_error::FileError;
 use crate::import::ImportError;
 use crate::watch::WatchError;
@@ -34,6 +35,9 @@ pub enum CliError {
     /// A model, pipeline or workflow file that could not be read or is not understood.
     #[error(transparent)]
     Import(#[from] ImportError),
+    /// A `--lang`, an answer or a pasted text the doctor refuses.
+    #[error(transparent)]
+    Doctor(#[from] DoctorError),
     /// A watched run that could not start, or its report that could not be kept.
     #[error(transparent)]
     Watch(#[from] WatchError),
@@ -69,7 +73,9 @@ impl CliError {
             CliError::Import(_) => EXIT_ENVIRONMENT,
             CliError::Watch(e) if e.is_bad_input() => EXIT_BAD_INPUT,
             CliError::Watch(_) => EXIT_ENVIRONMENT,
-            CliError::BadInput(_) | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,
+            CliError::BadInput(_)
+            | CliError::Doctor(_)
+            | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,
             CliError::Environment(_)
             | CliError::StdoutClosed
             | CliError::File(FileError::Io { .. }) => EXIT_ENVIRONMENT,

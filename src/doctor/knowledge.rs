@@ -6,6 +6,7 @@
 //! node, no cycles, every node reachable from the root, every leaf names causes that exist and
 //! every cause has a fix, nothing orphaned, and every text in every shipped language.
 
+use super::DoctorError;
 use super::evidence::Fact;
 use super::text::{Text, placeholders};
 use serde::{Deserialize, Serialize};
@@ -312,14 +313,14 @@ impl Knowledge {
     }
 
     /// Checks a `--lang` value against the shipped languages (`diagnose` and `run` both take it).
-    pub fn check_lang(&self, lang: &str) -> Result<(), String> {
+    pub fn check_lang(&self, lang: &str) -> Result<(), DoctorError> {
         if self.languages.iter().any(|l| l == lang) {
             return Ok(());
         }
-        Err(format!(
-            "--lang {lang}: not shipped; choose one of {}",
-            self.languages.join(", ")
-        ))
+        Err(DoctorError::UnknownLanguage {
+            lang: lang.to_string(),
+            shipped: self.languages.clone(),
+        })
     }
 
     /// Parses and checks; the error names the file and what is wrong.

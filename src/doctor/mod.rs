@@ -30,6 +30,7 @@
 pub mod classify;
 pub mod comfy_log;
 pub mod diagnosis;
+mod error;
 pub mod evidence;
 pub mod flat;
 pub mod knowledge;
@@ -43,6 +44,7 @@ pub mod wizard;
 
 pub use classify::LiveSnapshot;
 pub use diagnosis::Diagnosis;
+pub use error::DoctorError;
 pub use evidence::{Fact, Observation, PlanSummary, Platform};
 pub use knowledge::Knowledge;
 pub use reading::Reading;

@@ -5,6 +5,7 @@
 //! budget). Matching works on the flattened, lowercased text (flat.rs), so wrapped lines, case
 //! and log prefixes do not matter.
 
+use super::DoctorError;
 use super::classify::{Classification, LiveSnapshot, classify};
 use super::comfy_log::{self, ComfyLog};
 use super::evidence::{Fact, Observation, Source};
@@ -45,13 +46,16 @@ impl Reading {
 }
 
 /// Reads `text`; `Err` only for input too large to be a message.
-pub fn read(text: &str, kb: &Knowledge, live: Option<&LiveSnapshot>) -> Result<Reading, String> {
+pub fn read(
+    text: &str,
+    kb: &Knowledge,
+    live: Option<&LiveSnapshot>,
+) -> Result<Reading, DoctorError> {
     if text.len() > MAX_INPUT_BYTES {
-        return Err(format!(
-            "the text is {} long; the reader takes at most {} — paste only the error and the lines around it",
-            human(text.len() as u64),
-            human(MAX_INPUT_BYTES as u64)
-        ));
+        return Err(DoctorError::TooLong {
+            bytes: text.len(),
+            max: MAX_INPUT_BYTES,
+        });
     }
     let mut r = Reading::default();
     // Wrapped lines and doubled spaces read as one line; matching is case-insensitive.
@@ -246,6 +250,7 @@ mod tests {
         assert!(
             read(&big, Knowledge::get(), None)
                 .unwrap_err()
+                .to_string()
                 .contains("at most")
         );
     }

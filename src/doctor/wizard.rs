@@ -4,6 +4,7 @@
 //!
 //! The state is plain data (Default + serde) so the GUI can keep it, save it and drive it.
 
+use super::DoctorError;
 use super::diagnosis::{Diagnosis, causes_for, diagnose, evidence_line};
 use super::evidence::Observation;
 use super::knowledge::{Knowledge, Node};
@@ -61,9 +62,9 @@ impl WizardState {
         kb: &Knowledge,
         entry: &str,
         observations: Vec<Observation>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, DoctorError> {
         if kb.node(entry).is_none() {
-            return Err(format!("unknown wizard step '{entry}'"));
+            return Err(DoctorError::UnknownStep(entry.to_string()));
         }
         let mut s = WizardState {
             node: entry.to_string(),
@@ -74,13 +75,9 @@ impl WizardState {
         Ok(s)
     }
 
-    fn current<'k>(&self, kb: &'k Knowledge) -> Result<&'k Node, String> {
-        kb.node(&self.node).ok_or_else(|| {
-            format!(
-                "the wizard is at unknown step '{}' (saved by another version?)",
-                self.node
-            )
-        })
+    fn current<'k>(&self, kb: &'k Knowledge) -> Result<&'k Node, DoctorError> {
+        kb.node(&self.node)
+            .ok_or_else(|| DoctorError::StaleStep(self.node.clone()))
     }
 
     /// Takes every step the evidence answers. Trees are checked acyclic, and the walk is bounded
@@ -115,12 +112,12 @@ impl WizardState {
     }
 
     /// Answers the current question with option `index` (0-based).
-    pub fn answer(&mut self, kb: &Knowledge, index: usize) -> Result<(), String> {
+    pub fn answer(&mut self, kb: &Knowledge, index: usize) -> Result<(), DoctorError> {
         let node = self.current(kb)?;
         let Some(o) = node.options.get(index) else {
             return Err(match node.options.len() {
-                0 => "this step is a result; there is nothing to answer".to_string(),
-                n => format!("answer {} does not exist; choose 1 to {n}", index + 1),
+                0 => DoctorError::AtResult,
+                options => DoctorError::NoSuchAnswer { index, options },
             });
         };
         self.path.push(Step {
@@ -145,7 +142,7 @@ impl WizardState {
         self.path.clear();
     }
 
-    pub fn view(&self, kb: &Knowledge, lang: &str) -> Result<View, String> {
+    pub fn view(&self, kb: &Knowledge, lang: &str) -> Result<View, DoctorError> {
         let node = self.current(kb)?;
         Ok(if node.is_leaf() {
             View::Result {
@@ -179,7 +176,7 @@ impl WizardState {
 
     /// The causes and fixes wherever the walk stands: the leaf's at a result, what the evidence
     /// alone points at at a question (one place for both, issue 16).
-    pub fn diagnosis(&self, kb: &Knowledge, lang: &str) -> Result<Diagnosis, String> {
+    pub fn diagnosis(&self, kb: &Knowledge, lang: &str) -> Result<Diagnosis, DoctorError> {
         Ok(match self.view(kb, lang)? {
             View::Result { diagnosis, .. } => diagnosis,
             View::Question { .. } => self.evidence_diagnosis(kb, lang),

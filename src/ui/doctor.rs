@@ -123,7 +123,7 @@ impl DoctorView {
             match reading::read(text, kb, self.context.live.as_ref()) {
                 Ok(r) => Some(r),
                 Err(e) => {
-                    self.note = Some(e);
+                    self.note = Some(e.to_string());
                     return;
                 }
             }
@@ -150,7 +150,7 @@ impl DoctorView {
         let observations = self.context.observations(reading.as_ref());
         match WizardState::start(kb, &kb.root, observations) {
             Ok(w) => self.wizard = Some(w),
-            Err(e) => self.note = Some(e),
+            Err(e) => self.note = Some(e.to_string()),
         }
     }
 
@@ -164,7 +164,7 @@ impl DoctorView {
         let view = match w.view(kb, code()) {
             Ok(v) => v,
             Err(e) => {
-                ui.colored_label(ui.visuals().error_fg_color, e);
+                ui.colored_label(ui.visuals().error_fg_color, e.to_string());
                 if ui.button(tr("Restart")).clicked() {
                     self.wizard = None;
                 }
