@@ -358,7 +358,10 @@ fn catalog_rows_plan_as_their_configs_inspect() {
     let resolve = |model: &str| {
         let text = format!("[gpu]\nvram_gib = 80\n[model]\n{model}\n[run]\nseq = 512\n");
         WorkloadFile::parse(&text, "t.toml")
-            .and_then(|f| f.resolve(Path::new("."), Some(vram_doctor::import::load_model)))
+            .and_then(|f| {
+                f.resolve(Path::new("."), Some(vram_doctor::import::load_model))
+                    .map_err(String::from)
+            })
             .unwrap_or_else(|e| panic!("{model}: {e}"))
     };
     let mut checked = Vec::new();
@@ -495,7 +498,7 @@ fn a_published_file_size_is_the_weights_of_its_format() {
             m.id
         );
         WorkloadFile::parse(&text, "t.toml")
-            .and_then(|f| f.resolve(Path::new("."), None))
+            .and_then(|f| f.resolve(Path::new("."), None).map_err(String::from))
             .unwrap()
     };
     let w = plan(&file.format.to_string());

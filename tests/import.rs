@@ -375,7 +375,7 @@ fn quantization_config_sets_the_weight_format() {
 
 #[test]
 fn load_model_has_the_workload_loader_signature() {
-    let loader: vram_doctor::types::workload::ModelLoader = imp::load_model;
+    let loader: vram_doctor::resolve::ModelLoader = imp::load_model;
     let vram_doctor::types::workload::LoadedModel { name, arch, .. } =
         loader(&config_path("qwen3-8b.json")).unwrap();
     assert_eq!(name, "configs");
@@ -1759,7 +1759,9 @@ fn inspect_bad_input_exits_2_with_one_line() {
 
 /// Whose problem a path is decides the status: one that names nothing is the user's (exit 2);
 /// one the system cannot follow (a file used as a folder) is the machine's (exit 1). Both are
-/// one line naming the path, for a model and for a ComfyUI workflow.
+/// one line naming the path, for a model, a ComfyUI workflow, a model file a plan names (read
+/// through the resolution step), a workload file and an accuracy reference (the last three
+/// exited 2 on both before their errors were typed).
 #[test]
 fn inspect_tells_a_wrong_path_from_a_failed_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -1774,6 +1776,9 @@ fn inspect_tells_a_wrong_path_from_a_failed_read() {
         for args in [
             vec!["inspect", p],
             vec!["plan", "--gpu", "rtx-4090", "--workflow", p],
+            vec!["plan", "--gpu", "rtx-4090", "--model-file", p],
+            vec!["plan", "--workload", p],
+            vec!["accuracy", "--reference", p],
         ] {
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_vram-doctor"))
                 .args(&args)

@@ -348,11 +348,15 @@ fn fuzz_paths_that_are_not_regular_files() {
                 .map_err(String::from)
         }),
         ("workload", |p| {
-            vram_doctor::memory::WorkloadFile::load(p).map(drop)
+            vram_doctor::memory::WorkloadFile::load(p)
+                .map(drop)
+                .map_err(String::from)
         }),
         ("replay", |p| ReplaySource::open(p).map(drop)),
         ("reference", |p| {
-            vram_doctor::accuracy::run_file(p).map(drop)
+            vram_doctor::accuracy::run_file(p)
+                .map(drop)
+                .map_err(String::from)
         }),
         ("read_capped", |p| {
             vram_doctor::input_file::read_capped(p, 1 << 20, "a file")

@@ -20,6 +20,7 @@
 //! current programs.
 
 use super::speed_rows::{SpeedReport, SpeedResult, run_reference_file, run_rows};
+use crate::file_error::FileError;
 use crate::memory::WorkloadFile;
 use crate::memory::any::AnyWorkload;
 use crate::speed::diffusion;
@@ -123,7 +124,7 @@ pub fn run(jsonl: &str) -> SpeedReport {
 }
 
 /// Runs the diffusion speed reference over a file (at most 16 MiB).
-pub fn run_file(path: &Path) -> Result<SpeedReport, String> {
+pub fn run_file(path: &Path) -> Result<SpeedReport, FileError> {
     run_reference_file(path, "a diffusion speed reference file", run)
 }
 

@@ -15,6 +15,7 @@ pub mod training_speed_rows;
 
 pub use report::{KindStats, Report, RowResult};
 
+use crate::file_error::FileError;
 use crate::memory::{self, Breakdown, ComponentId, WorkloadFile};
 use serde_json::Value;
 use std::path::Path;
@@ -124,8 +125,9 @@ pub fn run(jsonl: &str) -> Report {
 /// Largest reference file read: the public table is 80 KB; 64 MiB holds a hundred thousand rows.
 const MAX_REFERENCE_BYTES: u64 = 64 << 20;
 
-/// Runs the benchmark over a file (a regular file of at most `MAX_REFERENCE_BYTES`).
-pub fn run_file(path: &Path) -> Result<Report, String> {
+/// Runs the benchmark over a file (a regular file of at most `MAX_REFERENCE_BYTES`). A row
+/// that cannot be planned is a skip with its reason, not an error.
+pub fn run_file(path: &Path) -> Result<Report, FileError> {
     let text = crate::input_file::read_text_capped(path, MAX_REFERENCE_BYTES, "a reference file")?;
     Ok(run(&text))
 }

@@ -23,6 +23,7 @@
 //! decode kernels), and the estimate is of the current program.
 
 use super::report::KindStats;
+use crate::file_error::FileError;
 use crate::memory::WorkloadFile;
 use crate::speed::llm;
 use serde::{Deserialize, Serialize};
@@ -302,7 +303,7 @@ pub(super) fn run_rows<R: serde::de::DeserializeOwned>(
 }
 
 /// Runs the speed reference over a file (at most 16 MiB).
-pub fn run_file(path: &Path) -> Result<SpeedReport, String> {
+pub fn run_file(path: &Path) -> Result<SpeedReport, FileError> {
     run_reference_file(path, "a speed reference file", run)
 }
 
@@ -312,7 +313,7 @@ pub(super) fn run_reference_file(
     path: &Path,
     what: &str,
     run: fn(&str) -> SpeedReport,
-) -> Result<SpeedReport, String> {
+) -> Result<SpeedReport, FileError> {
     let text = crate::input_file::read_text_capped(path, 16 << 20, what)?;
     Ok(run(&text))
 }

@@ -28,6 +28,7 @@
 //! settings than the recipe's, which the page does not give.
 
 use super::speed_rows::{SpeedReport, run_reference_file, run_rows, tokens_result};
+use crate::file_error::FileError;
 use crate::memory::WorkloadFile;
 use crate::speed::llm;
 use crate::types::options::{
@@ -130,7 +131,7 @@ pub fn run(jsonl: &str) -> SpeedReport {
 }
 
 /// Runs the training speed reference over a file (at most 16 MiB).
-pub fn run_file(path: &Path) -> Result<SpeedReport, String> {
+pub fn run_file(path: &Path) -> Result<SpeedReport, FileError> {
     run_reference_file(path, "a training speed reference file", run)
 }
 

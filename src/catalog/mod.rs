@@ -9,7 +9,7 @@ pub mod user;
 pub use crate::types::gpu::{Gpu, GpuKind, Vendor};
 pub use models::{ModelPreset, PublishedFile};
 
-use crate::suggest::nearest;
+use crate::types::error::{Shelf, UnknownPreset};
 use std::sync::OnceLock;
 
 /// All presets, parsed once.
@@ -35,14 +35,13 @@ impl Catalog {
         })
     }
 
-    pub fn gpu(&self, id: &str) -> Result<&Gpu, String> {
+    pub fn gpu(&self, id: &str) -> Result<&Gpu, UnknownPreset> {
         let key = id.trim().to_ascii_lowercase();
         self.gpus
             .iter()
             .find(|g| g.id == key || g.aliases.iter().any(|a| a.eq_ignore_ascii_case(&key)))
             .ok_or_else(|| {
-                let names = self.gpus.iter().map(|g| g.id.as_str());
-                unknown("GPU", id, names, "vram-doctor presets list gpus")
+                UnknownPreset::new(Shelf::Gpu, id, self.gpus.iter().map(|g| g.id.as_str()))
             })
     }
 
@@ -76,7 +75,7 @@ impl Catalog {
             .map(|(_, _, g)| g)
     }
 
-    pub fn model(&self, id: &str) -> Result<&ModelPreset, String> {
+    pub fn model(&self, id: &str) -> Result<&ModelPreset, UnknownPreset> {
         let key = id.trim().to_ascii_lowercase();
         self.models
             .iter()
@@ -88,21 +87,8 @@ impl Catalog {
             })
             .ok_or_else(|| {
                 let names = self.models.iter().map(|m| m.id.as_str());
-                unknown("model", id, names, "vram-doctor presets list models")
+                UnknownPreset::new(Shelf::Model, id, names)
             })
-    }
-}
-
-fn unknown<'a>(what: &str, id: &str, names: impl Iterator<Item = &'a str>, list: &str) -> String {
-    let near = nearest(id, names, 3);
-    let id = crate::printable::printable_cut(id, 80);
-    if near.is_empty() {
-        format!("unknown {what} preset '{id}'; see `{list}`")
-    } else {
-        format!(
-            "unknown {what} preset '{id}'; did you mean {}? (all: `{list}`)",
-            near.join(", ")
-        )
     }
 }
 
@@ -173,6 +159,6 @@ mod tests {
     #[test]
     fn unknown_preset_suggests_near_names() {
         let err = Catalog::get().gpu("rtx-4900").unwrap_err();
-        assert!(err.contains("rtx-4090"), "{err}");
+        assert!(err.near.iter().any(|n| n == "rtx-4090"), "{err}");
     }
 }

@@ -10,9 +10,12 @@
 //!
 //! `vram-doctor run` returns the watched command's own status instead.
 
+use crate::catalog::user::UnusablePresets;
 use crate::doctor::DoctorError;
 use crate::file_error::FileError;
 use crate::import::ImportError;
+use crate::resolve::ResolveError;
+use crate::types::error::TextFileError;
 use crate::watch::WatchError;
 
 /// Exit status for bad input (a malformed file, an unknown preset, a wrong flag).
@@ -38,6 +41,15 @@ pub enum CliError {
     /// A `--lang`, an answer or a pasted text the doctor refuses.
     #[error(transparent)]
     Doctor(#[from] DoctorError),
+    /// A workload file that could not be read or is not a workload.
+    #[error(transparent)]
+    TextFile(#[from] TextFileError),
+    /// A workload whose fields, presets or model file do not resolve.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// A `--gpu`/`--model` name only the user's presets could hold, and that file unusable.
+    #[error(transparent)]
+    UserPresets(#[from] UnusablePresets),
     /// A watched run that could not start, or its report that could not be kept.
     #[error(transparent)]
     Watch(#[from] WatchError),
@@ -73,6 +85,12 @@ impl CliError {
             CliError::Import(_) => EXIT_ENVIRONMENT,
             CliError::Watch(e) if e.is_bad_input() => EXIT_BAD_INPUT,
             CliError::Watch(_) => EXIT_ENVIRONMENT,
+            CliError::TextFile(e) if e.is_bad_input() => EXIT_BAD_INPUT,
+            CliError::TextFile(_) => EXIT_ENVIRONMENT,
+            CliError::Resolve(e) if e.is_bad_input() => EXIT_BAD_INPUT,
+            CliError::Resolve(_) => EXIT_ENVIRONMENT,
+            CliError::UserPresets(e) if e.source.is_bad_input() => EXIT_BAD_INPUT,
+            CliError::UserPresets(_) => EXIT_ENVIRONMENT,
             CliError::BadInput(_)
             | CliError::Doctor(_)
             | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,

@@ -367,7 +367,7 @@ pub struct Planned {
 }
 
 /// The planner's peak for a workload file, as `vram-doctor plan` computes it.
-fn planned(path: &std::path::Path) -> Result<Planned, String> {
+fn planned(path: &std::path::Path) -> Result<Planned, CliError> {
     let file = crate::memory::WorkloadFile::load(path)?;
     let base = path.parent().unwrap_or(std::path::Path::new("."));
     let w = crate::resolve::resolve_any(&file, base, Some(crate::import::load_model))?;

@@ -251,7 +251,7 @@ pub struct PlanArgs {
 
 impl PlanArgs {
     /// The workload file the flags describe, on top of `--workload` if given.
-    pub fn workload_file(&self) -> Result<WorkloadFile, String> {
+    pub fn workload_file(&self) -> Result<WorkloadFile, CliError> {
         let mut f = match &self.workload {
             Some(p) => WorkloadFile::load(p)?,
             None => WorkloadFile::default(),
@@ -360,12 +360,7 @@ impl PlanArgs {
         // `--gpu`/`--model` may name one of the user's own presets (the catalog tab's).
         let path = crate::catalog::user::default_path();
         let (gpu, model) = (self.gpu.as_deref(), self.model.as_deref());
-        crate::catalog::user::use_in_workload(
-            &mut f,
-            gpu,
-            model,
-            path.as_deref().map_err(String::as_str),
-        )?;
+        crate::catalog::user::use_in_workload(&mut f, gpu, model, path)?;
         Ok(f)
     }
 
@@ -377,18 +372,19 @@ impl PlanArgs {
     }
 
     /// The resolved LLM workload; relative paths in a workload file are taken from its directory.
-    pub fn resolve(&self) -> Result<Workload, String> {
-        self.workload_file()?
-            .resolve(self.base(), Some(crate::import::load_model))
+    pub fn resolve(&self) -> Result<Workload, CliError> {
+        Ok(self
+            .workload_file()?
+            .resolve(self.base(), Some(crate::import::load_model))?)
     }
 
     /// The resolved workload of any task.
-    pub fn resolve_any(&self) -> Result<AnyWorkload, String> {
-        resolve_any(
+    pub fn resolve_any(&self) -> Result<AnyWorkload, CliError> {
+        Ok(resolve_any(
             &self.workload_file()?,
             self.base(),
             Some(crate::import::load_model),
-        )
+        )?)
     }
 }
 
@@ -873,6 +869,7 @@ mod tests {
             resolution: Some("wide".into()),
             ..Default::default()
         };
-        assert!(bad.resolve_any().unwrap_err().contains("run.resolution"));
+        let e = bad.resolve_any().unwrap_err();
+        assert!(e.to_string().contains("run.resolution"), "{e}");
     }
 }

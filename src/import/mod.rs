@@ -108,11 +108,10 @@ pub mod from_bytes {
     }
 }
 
-/// The model loader of the workload contract (`crate::types::workload::ModelLoader`):
-/// a `config.json`, `*.safetensors`, `*.safetensors.index.json`, `*.gguf`, or a folder holding
-/// `config.json`. The contract's error is still text (resolution's errors are not typed yet),
-/// so a model file the system fails to read is reported as bad input there.
-pub fn load_model(path: &Path) -> Result<LoadedModel, String> {
+/// The model loader of the workload contract (`crate::resolve::ModelLoader`): a
+/// `config.json`, `*.safetensors`, `*.safetensors.index.json`, `*.gguf`, or a folder holding
+/// `config.json`.
+pub fn load_model(path: &Path) -> Result<LoadedModel, ImportError> {
     let m = import_model(path)?;
     let weights = match (m.weights, m.weight_bytes.or(m.config_weight_bytes)) {
         (Some(format), Some(total)) => Some(FileWeights {

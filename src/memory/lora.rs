@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use crate::types::arch::ModelArch;
+use crate::types::error::BadField;
 use crate::types::options::LoraTargets;
 
 #[derive(Deserialize)]
@@ -501,11 +502,11 @@ pub fn adapters(a: &ModelArch, targets: &LoraTargets) -> Adapters {
 
 /// Refuses a target list naming a module the model does not have (PEFT itself raises only when
 /// nothing matches; a misspelt name among good ones would otherwise go unnoticed).
-pub fn check(a: &ModelArch, targets: &LoraTargets) -> Result<(), String> {
+pub fn check(a: &ModelArch, targets: &LoraTargets) -> Result<(), BadField> {
     let s = select(a, targets);
     let field = LoraTargets::FIELD;
     if let Some(p) = s.problem {
-        return Err(format!("{field} = '{targets}': {p}"));
+        return Err(BadField(format!("{field} = '{targets}': {p}")));
     }
     if s.unmatched.is_empty() && s.adapters.count > 0.0 {
         return Ok(());
@@ -540,10 +541,10 @@ pub fn check(a: &ModelArch, targets: &LoraTargets) -> Result<(), String> {
     } else {
         ""
     };
-    Err(format!(
+    Err(BadField(format!(
         "{field} = '{targets}': {what}; the modules of each block ({whose}) are {}, and {HEAD} is the output head{experts}",
         s.module_names.join(", ")
-    ))
+    )))
 }
 
 /// `LoraConfig(target_modules=...)` for a target selection on a model.
@@ -631,7 +632,7 @@ mod tests {
     #[test]
     fn a_name_the_model_lacks_is_named() {
         let a = llama31_8b();
-        let e = check(&a, &names(&["q_proj", "c_attn"])).unwrap_err();
+        let e = check(&a, &names(&["q_proj", "c_attn"])).unwrap_err().0;
         assert!(
             e.contains("'c_attn'") && e.contains("run.lora_targets"),
             "{e}"
@@ -640,7 +641,9 @@ mod tests {
             e.contains("self_attn.q_proj"),
             "the model's modules are listed: {e}"
         );
-        let e = check(&a, &"mlp\\..*_projection".parse().unwrap()).unwrap_err();
+        let e = check(&a, &"mlp\\..*_projection".parse().unwrap())
+            .unwrap_err()
+            .0;
         assert!(e.contains("mlp\\..*_projection"), "{e}");
     }
 

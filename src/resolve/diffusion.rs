@@ -1,33 +1,25 @@
 //! A workload file with `task = "diffusion"` → a checked `DiffusionWorkload`.
 
+use super::{ResolveError, int_in};
 use crate::memory::diffusion::comfy::parse_torch_version;
 use crate::memory::diffusion::parts::quantized_bytes_per_param;
 use crate::memory::diffusion::{
     Bus, DiffusionCatalog, DiffusionRun, DiffusionWorkload, ModelKind, Part,
 };
 use crate::types::dtype::WeightFormat;
+use crate::types::error::BadField;
 use crate::types::options::Engine;
 use crate::types::workload::{GpuTarget, WorkloadFile};
 use crate::units::gib_to_bytes;
 
-fn count(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
-    match v {
-        None => Ok(default),
-        Some(x) if (min..=max).contains(&x) => Ok(x as u32),
-        Some(x) => Err(format!(
-            "{field} = {x} is out of range; allowed {min}..={max}"
-        )),
-    }
-}
-
-fn format_for_diffusion(field: &str, s: &str) -> Result<WeightFormat, String> {
+fn format_for_diffusion(field: &str, s: &str) -> Result<WeightFormat, BadField> {
     let f: WeightFormat = s.parse().map_err(|_| {
         format!("{field} = '{s}' is not allowed; use fp32, fp16, bf16, fp8, int8, nf4 or a GGUF type (q8_0, q5_k_s, q4_0, q4_k_s …)")
     })?;
     if quantized_bytes_per_param(f).is_none() {
         return Err(format!(
             "{field} = '{s}' is an LLM-only format; use fp8, int8, nf4 or a GGUF type for diffusion models"
-        ));
+        ).into());
     }
     Ok(f)
 }
@@ -52,21 +44,19 @@ pub fn bus_for(gpu: &GpuTarget) -> Bus {
 }
 
 /// A size field in GiB, checked to 0..=4096; `None` when absent.
-pub fn gib_field(field: &str, v: Option<f64>) -> Result<Option<u64>, String> {
+pub fn gib_field(field: &str, v: Option<f64>) -> Result<Option<u64>, BadField> {
     match v {
         None => Ok(None),
         Some(x) if x.is_finite() && (0.0..=4096.0).contains(&x) => Ok(Some(gib_to_bytes(x))),
-        Some(x) => Err(format!(
-            "{field} = {x} is out of range; allowed 0..=4096 (GiB)"
-        )),
+        Some(x) => Err(format!("{field} = {x} is out of range; allowed 0..=4096 (GiB)").into()),
     }
 }
 
 /// `run.torch_version` ("2.7.1+cu128") as (major, minor); `None` when absent.
-pub fn torch_field(v: Option<&str>) -> Result<Option<(u32, u32)>, String> {
+pub fn torch_field(v: Option<&str>) -> Result<Option<(u32, u32)>, BadField> {
     v.map(|v| {
         parse_torch_version(v).ok_or_else(|| {
-            format!("run.torch_version = '{v}' is not a version; write it as PyTorch prints it, e.g. \"2.8.0\"")
+            BadField(format!("run.torch_version = '{v}' is not a version; write it as PyTorch prints it, e.g. \"2.8.0\""))
         })
     })
     .transpose()
@@ -74,7 +64,11 @@ pub fn torch_field(v: Option<&str>) -> Result<Option<(u32, u32)>, String> {
 
 /// A workload for a diffusion preset with default knobs at the model's native size: the model,
 /// its text encoders and its VAE looked up in the catalog, once, here.
-pub fn for_preset(gpu: GpuTarget, bus: Bus, model_id: &str) -> Result<DiffusionWorkload, String> {
+pub fn for_preset(
+    gpu: GpuTarget,
+    bus: Bus,
+    model_id: &str,
+) -> Result<DiffusionWorkload, ResolveError> {
     let cat = DiffusionCatalog::get();
     let model = cat.model(model_id)?.clone();
     let text_encoders: Vec<Part> = model
@@ -111,7 +105,7 @@ pub fn for_preset(gpu: GpuTarget, bus: Bus, model_id: &str) -> Result<DiffusionW
 }
 
 /// Resolves `[model] preset` against the diffusion catalog and checks the `[run]` fields.
-pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload, String> {
+pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload, ResolveError> {
     let preset = file
         .model
         .preset
@@ -125,7 +119,8 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
         Some(e) => {
             return Err(format!(
                 "run.engine = '{e}' does not run diffusion models; use comfyui or diffusers"
-            ));
+            )
+            .into());
         }
     };
     if let Some(s) = &r.weights {
@@ -154,27 +149,28 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
                     return Err(format!(
                         "run.text_encoder_weights lists {n} formats but {} has {n_te} text encoders; give one for all or one per encoder",
                         model_id
-                    ));
+                    ).into());
                 }
             }
         }
     };
     let native = (w.model.native_width, w.model.native_height);
-    run.width = count("run.width", r.width, native.0, 64, 16384)?;
-    run.height = count("run.height", r.height, native.1, 64, 16384)?;
+    run.width = int_in("run.width", r.width, native.0, 64, 16384)?;
+    run.height = int_in("run.height", r.height, native.1, 64, 16384)?;
     for (f, v) in [("run.width", run.width), ("run.height", run.height)] {
         if v % 8 != 0 {
             return Err(format!(
                 "{f} = {v} is not a multiple of 8 (the VAE's downscale); use e.g. {}",
                 v / 8 * 8
-            ));
+            )
+            .into());
         }
     }
-    run.batch = count("run.batch", r.batch, 1, 1, 4096)?;
+    run.batch = int_in("run.batch", r.batch, 1, 1, 4096)?;
     // ComfyUI's KSampler allows 1..=10000 steps (nodes.py `KSampler.INPUT_TYPES`).
-    run.steps = count("run.steps", r.steps, run.steps, 1, 10_000)?;
+    run.steps = int_in("run.steps", r.steps, run.steps, 1, 10_000)?;
     let video = w.model.kind == ModelKind::Video;
-    run.frames = count(
+    run.frames = int_in(
         "run.frames",
         r.frames,
         w.model.native_frames.max(1),
@@ -185,7 +181,8 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
         return Err(format!(
             "run.frames applies to video models; {} makes still images",
             w.model.id
-        ));
+        )
+        .into());
     }
     if let Some(a) = r.attention {
         run.attention = a;
@@ -196,7 +193,7 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
     let flag = |v: Option<bool>, d: bool| v.unwrap_or(d);
     run.vae_tiling = flag(r.vae_tiling, false);
     // ComfyUI's VAEDecodeTiled allows tile_size 64..=4096 (nodes.py INPUT_TYPES).
-    run.vae_tile = count("run.vae_tile", r.vae_tile, run.vae_tile, 64, 4096)?;
+    run.vae_tile = int_in("run.vae_tile", r.vae_tile, run.vae_tile, 64, 4096)?;
     run.vae_slicing = flag(r.vae_slicing, false);
     run.vae_decode = flag(r.vae_decode, true);
     run.tiny_vae = flag(r.tiny_vae, false);
@@ -208,20 +205,22 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
     if let Some(o) = r.cpu_offload {
         run.cpu_offload = o;
     }
-    run.loras = count("run.loras", r.loras, 0, 0, 64)?;
-    run.lora_rank = count("run.lora_rank", r.lora_rank, run.lora_rank, 1, 4096)?;
-    run.controlnets = count("run.controlnets", r.controlnets, 0, 0, 16)?;
+    run.loras = int_in("run.loras", r.loras, 0, 0, 64)?;
+    run.lora_rank = int_in("run.lora_rank", r.lora_rank, run.lora_rank, 1, 4096)?;
+    run.controlnets = int_in("run.controlnets", r.controlnets, 0, 0, 16)?;
     if run.controlnets > 0 && w.model.controlnet_params <= 0.0 {
         return Err(format!(
             "run.controlnets: no ControlNet is known for {}; set run.controlnets = 0",
             w.model.id
-        ));
+        )
+        .into());
     }
     if run.ip_adapter && w.model.ip_adapter_params <= 0.0 {
         return Err(format!(
             "run.ip_adapter: no IP-Adapter is known for {}; set run.ip_adapter = false",
             w.model.id
-        ));
+        )
+        .into());
     }
     run.reserve_vram_bytes = gib_field("run.reserve_vram_gib", r.reserve_vram_gib)?;
     run.vram_headroom_bytes = gib_field("run.vram_headroom_gib", r.vram_headroom_gib)?.unwrap_or(0);
@@ -257,7 +256,7 @@ mod tests {
         let f = WorkloadFile::parse(t, "w.toml")?;
         let gpu = f.gpu.resolve()?;
         let _ = Path::new(".");
-        resolve(&f, gpu)
+        Ok(resolve(&f, gpu)?)
     }
 
     #[test]

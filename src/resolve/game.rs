@@ -2,12 +2,13 @@
 //! names one) and the `[run]` game fields checked and defaulted, so `memory::game` estimates
 //! from plain data.
 
+use super::ResolveError;
 use crate::memory::game::{GameCatalog, GameRun, GameWorkload};
 use crate::types::workload::{GpuTarget, WorkloadFile};
 use crate::units::gib_to_bytes;
 
 /// Resolves `[run]` game fields; `[model] preset` names a catalog title (optional).
-pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<GameWorkload, String> {
+pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<GameWorkload, ResolveError> {
     let game = match &file.model.preset {
         Some(p) => Some(GameCatalog::get().game(p)?.clone()),
         None => None,
@@ -16,9 +17,9 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<GameWorkload, Stri
     let d = GameRun::default();
     let other = r.other_processes_gib.unwrap_or(0.0);
     if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
-        return Err(format!(
-            "run.other_processes_gib = {other} is out of range; allowed 0..=4096"
-        ));
+        return Err(
+            format!("run.other_processes_gib = {other} is out of range; allowed 0..=4096").into(),
+        );
     }
     let run = GameRun {
         resolution: match &r.resolution {

@@ -5,22 +5,31 @@
 //! result as plain data.
 
 pub mod diffusion;
+mod error;
 pub mod game;
 
+pub use error::ResolveError;
+
 use crate::catalog::Catalog;
+use crate::import::ImportError;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionCatalog;
 use crate::memory::game::GameCatalog;
 use crate::types::arch::ModelArch;
 use crate::types::dtype::{KvDtype, WeightFormat};
+use crate::types::error::BadField;
 use crate::types::gpu::{Gpu, Vendor};
 use crate::types::message::Message;
 use crate::types::options::*;
 use crate::types::workload::{
-    FileWeights, GpuSection, GpuSpeed, GpuTarget, LoadedModel, ModelLoader, ModelSection, Run,
-    RunSection, Workload, WorkloadFile,
+    FileWeights, GpuSection, GpuSpeed, GpuTarget, LoadedModel, ModelSection, Run, RunSection,
+    Workload, WorkloadFile,
 };
 use std::path::Path;
+
+/// Loads a model from a file (`hf_config`/`file`); `crate::import::load_model` is the one the
+/// command line and GUI use.
+pub type ModelLoader = fn(&Path) -> Result<LoadedModel, ImportError>;
 
 /// Resolves a workload file by its `run.task`: LLM tasks through `WorkloadFile::resolve`,
 /// diffusion and game through their catalogs.
@@ -28,7 +37,7 @@ pub fn resolve_any(
     file: &WorkloadFile,
     base: &Path,
     loader: Option<ModelLoader>,
-) -> Result<AnyWorkload, String> {
+) -> Result<AnyWorkload, ResolveError> {
     // Diffusion and game plans are built from their catalogs' presets; a model file given with
     // them would be silently ignored, so it is refused instead.
     if let Some(task @ (Task::Diffusion | Task::Game)) = file.run.task {
@@ -40,7 +49,7 @@ pub fn resolve_any(
             return Err(format!(
                 "{field} (--model-file) = {}: a {task} plan does not read model files; name a preset with model.preset (--model; see `vram-doctor presets list`), and `vram-doctor inspect` shows what the files hold",
                 path.display()
-            ));
+            ).into());
         }
     }
     match file.run.task {
@@ -57,16 +66,22 @@ pub fn resolve_any(
 }
 
 /// An LLM error about a model preset that is a diffusion model or a game says which task to set.
-fn with_task_hint(e: String, file: &WorkloadFile) -> String {
+fn with_task_hint(e: ResolveError, file: &WorkloadFile) -> ResolveError {
     let Some(p) = file.model.preset.as_deref() else {
         return e;
     };
-    if DiffusionCatalog::get().model(p).is_ok() {
-        format!("{e} ('{p}' is a diffusion model: set run.task = \"diffusion\" / --task diffusion)")
+    let (what, task) = if DiffusionCatalog::get().model(p).is_ok() {
+        ("diffusion model", Task::Diffusion)
     } else if GameCatalog::get().game(p).is_ok() {
-        format!("{e} ('{p}' is a game: set run.task = \"game\" / --task game)")
+        ("game", Task::Game)
     } else {
-        e
+        return e;
+    };
+    ResolveError::OtherTask {
+        error: Box::new(e),
+        preset: p.to_string(),
+        what,
+        task,
     }
 }
 
@@ -104,20 +119,23 @@ impl GpuTarget {
     }
 }
 
-fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, String> {
+/// An integer field in `min..=max`, `default` when absent.
+fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Result<u32, BadField> {
     match v {
         None => Ok(default),
-        Some(x) if x >= min && x <= max => Ok(x as u32),
-        Some(x) => Err(format!(
-            "{field} = {x} is out of range; allowed {min}..={max}"
-        )),
+        Some(x) if (min..=max).contains(&x) => Ok(x as u32),
+        Some(x) => Err(format!("{field} = {x} is out of range; allowed {min}..={max}").into()),
     }
 }
 
 impl WorkloadFile {
     /// Resolves presets and defaults into a checked workload. `base` is the directory relative
     /// paths in the file are taken from; `loader` imports model files.
-    pub fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<Workload, String> {
+    pub fn resolve(
+        &self,
+        base: &Path,
+        loader: Option<ModelLoader>,
+    ) -> Result<Workload, ResolveError> {
         let gpu = self.gpu.resolve()?;
         let loaded = self.model.resolve(base, loader)?;
         let declared = loaded.format.or(loaded.weights.map(|f| f.format));
@@ -173,7 +191,7 @@ impl WorkloadFile {
 impl GpuSection {
     /// The card(s) of `[gpu]`: a preset (optionally with its capacity overridden) or a bare
     /// capacity. Shared by every task.
-    pub fn resolve(&self) -> Result<GpuTarget, String> {
+    pub fn resolve(&self) -> Result<GpuTarget, ResolveError> {
         let cat = Catalog::get();
         let count = int_in("gpu.count", self.count.map(i64::from), 1, 1, 1024)?;
         let gpu =
@@ -196,18 +214,23 @@ impl GpuSection {
     }
 }
 
-fn check_vram(v: f64) -> Result<u64, String> {
+fn check_vram(v: f64) -> Result<u64, BadField> {
     if v.is_finite() && v > 0.0 && v <= 4096.0 {
         Ok(crate::units::gib_to_bytes(v))
     } else {
-        Err(format!(
-            "gpu.vram_gib = {v} is out of range; allowed more than 0 and at most 4096"
-        ))
+        Err(
+            format!("gpu.vram_gib = {v} is out of range; allowed more than 0 and at most 4096")
+                .into(),
+        )
     }
 }
 
 impl ModelSection {
-    fn resolve(&self, base: &Path, loader: Option<ModelLoader>) -> Result<LoadedModel, String> {
+    fn resolve(
+        &self,
+        base: &Path,
+        loader: Option<ModelLoader>,
+    ) -> Result<LoadedModel, ResolveError> {
         let sources = [
             self.preset.is_some(),
             self.hf_config.is_some(),
@@ -346,7 +369,7 @@ impl ModelSection {
 }
 
 impl RunSection {
-    pub fn resolve(&self, model: &ModelArch) -> Result<Run, String> {
+    pub fn resolve(&self, model: &ModelArch) -> Result<Run, BadField> {
         self.resolve_with(model, None)
     }
 
@@ -355,7 +378,7 @@ impl RunSection {
         &self,
         model: &ModelArch,
         file_format: Option<WeightFormat>,
-    ) -> Result<Run, String> {
+    ) -> Result<Run, BadField> {
         let d = Run::default();
         let task = self.task.unwrap_or(d.task);
         let method = self.method.unwrap_or(d.method);
@@ -390,7 +413,7 @@ impl RunSection {
         {
             return Err(format!(
                 "run.seq = {seq} is longer than the model supports (max_context {max}); lower run.seq"
-            ));
+            ).into());
         }
         let util = self
             .gpu_memory_utilization
@@ -398,13 +421,14 @@ impl RunSection {
         if !(util > 0.0 && util <= 1.0) {
             return Err(format!(
                 "run.gpu_memory_utilization = {util} is out of range; allowed more than 0 and at most 1"
-            ));
+            ).into());
         }
         let other = self.other_processes_gib.unwrap_or(0.0);
         if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
             return Err(format!(
                 "run.other_processes_gib = {other} is out of range; allowed 0..=4096"
-            ));
+            )
+            .into());
         }
         if method == Method::Qlora
             && !matches!(
@@ -419,7 +443,7 @@ impl RunSection {
         {
             return Err(format!(
                 "run.method = 'qlora' needs a quantized base (run.weights nf4, int8, gptq-4bit …), not '{weights}'"
-            ));
+            ).into());
         }
         if task != Task::Training
             && let Some(allowed) = crate::types::dtype::kv_types_of(engine)
@@ -434,12 +458,12 @@ impl RunSection {
                 "run.kv_cache = '{}' is not a KV cache type {engine} has (its exported command could not hold what the plan counts); use one of: {}",
                 self.kv_cache.as_deref().unwrap_or("fp16"),
                 names.join(", ")
-            ));
+            ).into());
         }
         if task == Task::Training && method == Method::Full && weights.is_quantized() {
             return Err(format!(
                 "run.weights = '{weights}' cannot be fully fine-tuned; use run.method = 'qlora' or 16-bit weights"
-            ));
+            ).into());
         }
         let optimizer_in_bwd = self.optimizer_in_bwd.unwrap_or(d.optimizer_in_bwd);
         if optimizer_in_bwd && self.grad_accum.is_some_and(|g| g > 1) {
@@ -459,7 +483,7 @@ impl RunSection {
             // checkpointed layers too.
             return Err(format!(
                 "run.activation_offload moves the inputs of checkpointed layers to CPU RAM and needs run.checkpointing = 'full' (torchtune refuses it without activation checkpointing); run.checkpointing is '{checkpointing}'"
-            ));
+            ).into());
         }
         Ok(Run {
             task,
@@ -517,7 +541,8 @@ impl RunSection {
                 Some(m) => {
                     return Err(format!(
                         "run.fit_target_mib = {m} is out of range; allowed 0..=1048576"
-                    ));
+                    )
+                    .into());
                 }
             },
             objective_speed: self.objective_speed.unwrap_or(d.objective_speed),
@@ -527,7 +552,8 @@ impl RunSection {
                 Some(t) => {
                     return Err(format!(
                         "run.min_tokens_per_s = {t} is out of range; allowed 0..=1000000"
-                    ));
+                    )
+                    .into());
                 }
             },
         })
@@ -576,7 +602,7 @@ mod tests {
     }
 
     fn resolve(text: &str) -> Result<Workload, String> {
-        WorkloadFile::parse(text, "w.toml")?.resolve(Path::new("."), None)
+        Ok(WorkloadFile::parse(text, "w.toml")?.resolve(Path::new("."), None)?)
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod arch;
 pub mod dtype;
+pub mod error;
 pub mod gpu;
 pub mod lora_targets;
 pub mod message;

@@ -3,6 +3,7 @@
 
 use super::arch::ModelArch;
 use super::dtype::{KvDtype, WeightFormat};
+use super::error::TextFileError;
 use super::gpu::Vendor;
 use super::options::*;
 use serde::{Deserialize, Serialize};
@@ -280,9 +281,9 @@ impl WorkloadFile {
     }
 
     /// Reads and parses a workload file, refusing anything that is not a small text file.
-    pub fn load(path: &Path) -> Result<Self, String> {
+    pub fn load(path: &Path) -> Result<Self, TextFileError> {
         let text = crate::input_file::read_text_capped(path, 1 << 20, "a workload file")?;
-        Self::parse(&text, &path.display().to_string())
+        Self::parse(&text, &path.display().to_string()).map_err(TextFileError::Malformed)
     }
 
     /// The file's text. A value TOML cannot hold is an error, never an empty or partial file.
@@ -494,10 +495,6 @@ pub struct LoadedModel {
     /// Parts of the model the importer did not count, and similar cautions.
     pub notes: Vec<String>,
 }
-
-/// Loads a model from a file (`hf_config`/`file`); `crate::import::load_model` is the one the
-/// command line and GUI use.
-pub type ModelLoader = fn(&Path) -> Result<LoadedModel, String>;
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,9 @@
 
 mod store;
 
-pub use store::{DIR_ENV, FILE_NAME, MAX_FILE_BYTES, UserStore, default_path, read};
+pub use store::{
+    DIR_ENV, FILE_NAME, MAX_FILE_BYTES, PresetsFileError, UserStore, default_path, read,
+};
 
 use super::{Catalog, Gpu, ModelPreset};
 use crate::types::arch::Mlp;
@@ -27,7 +29,7 @@ use crate::types::workload::WorkloadFile;
 use crate::types::workload::{GpuSection, ModelSection};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::path::Path;
+use std::path::PathBuf;
 
 /// Longest id and name kept.
 const MAX_ID: usize = 64;
@@ -469,6 +471,17 @@ impl UserPresets {
     }
 }
 
+/// A `--gpu`/`--model` name that is no built-in preset, while the user's presets file, where it
+/// could be, cannot be read: the flag, the name, and why the file cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {id}: not a built-in preset, and your presets file cannot be used: {source}")]
+pub struct UnusablePresets {
+    pub flag: &'static str,
+    pub id: String,
+    #[source]
+    pub source: PresetsFileError,
+}
+
 /// The command line's `--gpu ID` / `--model ID` naming one of the user's presets: when `id`
 /// names no built-in preset but one of the user's (in the file at `path`), the section gets that
 /// preset's figures, as the catalog tab's "Plan" does. Built-ins win, and the file is read only
@@ -482,8 +495,8 @@ pub fn use_in_workload(
     f: &mut WorkloadFile,
     gpu: Option<&str>,
     model: Option<&str>,
-    path: Result<&Path, &str>,
-) -> Result<(), String> {
+    path: Result<PathBuf, PresetsFileError>,
+) -> Result<(), UnusablePresets> {
     let key = |id: &str| id.trim().to_ascii_lowercase();
     let gpu = gpu.filter(|id| !UserGpu::builtin(id));
     let llm = matches!(f.run.task, None | Some(Task::Inference | Task::Training));
@@ -497,15 +510,16 @@ pub fn use_in_workload(
     if gpu.is_none() && model.is_none() {
         return Ok(());
     }
-    let user = path.map_err(str::to_string).and_then(read).map_err(|e| {
+    let user = path.and_then(|p| read(&p)).map_err(|source| {
         let (flag, id) = match (gpu, model) {
             (Some(g), _) => ("--gpu", g),
             (None, m) => ("--model", m.unwrap_or_default()),
         };
-        format!(
-            "{flag} {}: not a built-in preset, and your presets file cannot be used: {e}",
-            crate::printable::printable_cut(id, 80)
-        )
+        UnusablePresets {
+            flag,
+            id: crate::printable::printable_cut(id, 80),
+            source,
+        }
     })?;
     if let Some(g) = gpu.and_then(|id| user.get::<UserGpu>(&key(id))) {
         f.gpu.preset = None;
@@ -538,14 +552,18 @@ mod tests {
     /// a built-in name needs no file.
     #[test]
     fn a_missing_config_directory_is_named_not_skipped() {
-        let why = "no config directory is known for this user";
+        let why = || Err(PresetsFileError::NoConfigDir);
         let mut f = WorkloadFile::default();
-        let e = use_in_workload(&mut f, Some("my-card"), None, Err(why)).unwrap_err();
+        let e = use_in_workload(&mut f, Some("my-card"), None, why()).unwrap_err();
+        let text = e.to_string();
         assert!(
-            e.starts_with("--gpu my-card: not a built-in preset") && e.ends_with(why),
-            "{e}"
+            text.starts_with("--gpu my-card: not a built-in preset")
+                && text.ends_with(&PresetsFileError::NoConfigDir.to_string()),
+            "{text}"
         );
-        use_in_workload(&mut f, Some("rtx-4090"), None, Err(why)).unwrap();
+        // Not the input's fault: the machine has no home directory.
+        assert!(!e.source.is_bad_input());
+        use_in_workload(&mut f, Some("rtx-4090"), None, why()).unwrap();
         assert_eq!(f, WorkloadFile::default());
     }
 
@@ -621,7 +639,7 @@ mod tests {
             model: m.section(),
             ..Default::default()
         };
-        let resolved = w.resolve(Path::new("."), None).unwrap();
+        let resolved = w.resolve(std::path::Path::new("."), None).unwrap();
         assert_eq!(resolved.model, builtin.arch);
         assert_eq!(resolved.gpu.vram_bytes, 24 << 30);
         // Models the [model] section cannot describe are not offered for copying.

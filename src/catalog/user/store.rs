@@ -8,6 +8,7 @@
 
 use super::UserPresets;
 use crate::atomic_write::write_atomic;
+use crate::file_error::FileError;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -22,61 +23,74 @@ pub const DIR_ENV: &str = "VRAM_DOCTOR_CONFIG_DIR";
 /// Where the file lives: `$VRAM_DOCTOR_CONFIG_DIR/user-presets.toml` when that is set, else the
 /// OS config directory (`~/.config/vram-doctor` on Linux, `%APPDATA%\vram-doctor\config` on
 /// Windows, `~/Library/Application Support/vram-doctor` on macOS; `directories` crate).
-pub fn default_path() -> Result<PathBuf, String> {
+pub fn default_path() -> Result<PathBuf, PresetsFileError> {
     if let Some(d) = std::env::var_os(DIR_ENV).filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(d).join(FILE_NAME));
     }
     directories::ProjectDirs::from("", "", "vram-doctor")
         .map(|d| d.config_dir().join(FILE_NAME))
-        .ok_or_else(|| {
-            format!("no config directory is known for this user (no home directory); set {DIR_ENV}")
-        })
+        .ok_or(PresetsFileError::NoConfigDir)
 }
 
-/// Why a file could not be used.
-enum ReadError {
-    /// It cannot be opened or read at all (permissions, a directory): left where it is.
-    Io(String),
-    /// It was read but is not a presets file: set aside.
-    Bad(String),
+/// Why the user's presets file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PresetsFileError {
+    /// The system names no config directory for this user (no home directory): the machine's
+    /// setup, which the user fixes by naming one.
+    #[error("no config directory is known for this user (no home directory); set {DIR_ENV}")]
+    NoConfigDir,
+    /// The file cannot be opened or read at all (permissions, a folder at its name, a failing
+    /// disk): the app leaves it where it is and does not save over it.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// It was read but is not a presets file (too large, not UTF-8, a TOML or value error; the
+    /// message names the file and the line or entry): the app sets it aside.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+impl PresetsFileError {
+    /// True when the file's content or path is at fault, false when the system is.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            PresetsFileError::NoConfigDir => false,
+            PresetsFileError::File(f) => f.is_refusal(),
+            PresetsFileError::Malformed(_) => true,
+        }
+    }
 }
 
 /// Reads the file at `path` without changing anything: `None` when there is none.
-fn read_file(path: &Path) -> Result<Option<UserPresets>, ReadError> {
+fn read_file(path: &Path) -> Result<Option<UserPresets>, PresetsFileError> {
     let shown = path.display();
     // Checked before opening: a FIFO at this name would block the app at start.
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         _ => {}
     }
-    let f = crate::input_file::open_regular(path)
-        .map_err(|e| ReadError::Io(e.into()))?
-        .0;
+    let f = crate::input_file::open_regular(path)?.0;
     // Read one byte past the cap, so a file that grows while being read is still caught.
     let mut bytes = Vec::new();
     f.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::Io(format!("{shown}: cannot read: {e}")))?;
+        .map_err(|e| FileError::io(path, "cannot read", e))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ReadError::Bad(format!(
+        return Err(PresetsFileError::Malformed(format!(
             "{shown}: larger than the {} KiB a presets file may have",
             MAX_FILE_BYTES >> 10
         )));
     }
     let text = String::from_utf8(bytes)
-        .map_err(|e| ReadError::Bad(format!("{shown}: not UTF-8 text: {e}")))?;
+        .map_err(|e| PresetsFileError::Malformed(format!("{shown}: not UTF-8 text: {e}")))?;
     UserPresets::parse(&text, &shown.to_string())
         .map(Some)
-        .map_err(ReadError::Bad)
+        .map_err(PresetsFileError::Malformed)
 }
 
 /// Reads the file without changing anything (the command line's view): empty when there is
 /// none, and the reason when it cannot be used.
-pub fn read(path: &Path) -> Result<UserPresets, String> {
-    match read_file(path) {
-        Ok(p) => Ok(p.unwrap_or_default()),
-        Err(ReadError::Io(e) | ReadError::Bad(e)) => Err(e),
-    }
+pub fn read(path: &Path) -> Result<UserPresets, PresetsFileError> {
+    Ok(read_file(path)?.unwrap_or_default())
 }
 
 /// The user's presets as the app holds them: the file's path, its entries, and what happened
@@ -103,13 +117,13 @@ impl UserStore {
         };
         match read_file(&store.path) {
             Ok(p) => store.presets = p.unwrap_or_default(),
-            Err(ReadError::Io(e)) => {
+            Err(e @ (PresetsFileError::File(_) | PresetsFileError::NoConfigDir)) => {
                 store.notice = Some(format!(
                     "{e}; your presets are not shown, and saving is off so that the file is not overwritten"
                 ));
                 store.blocked = store.notice.clone();
             }
-            Err(ReadError::Bad(e)) => match set_aside(&store.path) {
+            Err(e @ PresetsFileError::Malformed(_)) => match set_aside(&store.path) {
                 Ok(copy) => {
                     store.notice = Some(format!(
                         "{e}. The file was moved to {} unchanged; your presets start empty. \
@@ -135,8 +149,8 @@ impl UserStore {
         match default_path() {
             Ok(p) => UserStore::open(p),
             Err(why) => UserStore {
-                notice: Some(why.clone()),
-                blocked: Some(why),
+                notice: Some(why.to_string()),
+                blocked: Some(why.to_string()),
                 ..Default::default()
             },
         }

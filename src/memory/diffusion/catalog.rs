@@ -1,7 +1,7 @@
 //! The diffusion presets (`presets/diffusion.toml`): pipelines and their parts with real sizes.
 //! Embedded at build time; checked on parse so a bad row is a clear error, not a wrong figure.
 
-use crate::suggest::nearest;
+use crate::types::error::{Shelf, UnknownPreset};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -146,15 +146,14 @@ impl DiffusionCatalog {
         })
     }
 
-    pub fn model(&self, id: &str) -> Result<&DiffusionModel, String> {
+    pub fn model(&self, id: &str) -> Result<&DiffusionModel, UnknownPreset> {
         let key = id.trim().to_ascii_lowercase();
         self.models
             .iter()
             .find(|m| m.id == key || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(&key)))
             .ok_or_else(|| {
-                let near = nearest(&key, self.models.iter().map(|m| m.id.as_str()), 3);
-                let hint = if near.is_empty() { String::new() } else { format!("did you mean {}? ", near.join(", ")) };
-                format!("unknown diffusion model preset '{}'; {hint}see `vram-doctor presets list diffusion`", crate::printable::printable_cut(id, 80))
+                let names = self.models.iter().map(|m| m.id.as_str());
+                UnknownPreset::new(Shelf::Diffusion, id, names)
             })
     }
 
@@ -334,11 +333,9 @@ mod tests {
 
     #[test]
     fn unknown_model_suggests_near_ids() {
-        let e = DiffusionCatalog::get().model("sdxl-bse").unwrap_err();
-        assert!(
-            e.contains("sdxl") && e.contains("presets list diffusion"),
-            "{e}"
-        );
+        let e = DiffusionCatalog::get().model("flux-schnel").unwrap_err();
+        assert!(e.near.iter().any(|n| n == "flux-schnell"), "{e}");
+        assert!(e.to_string().contains("presets list diffusion"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The game presets (`presets/games.toml`): review-measured VRAM use with its settings.
 
 use super::{Resolution, TextureQuality};
-use crate::suggest::nearest;
+use crate::types::error::{Shelf, UnknownPreset};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -60,13 +60,15 @@ impl GameCatalog {
         })
     }
 
-    pub fn game(&self, id: &str) -> Result<&Game, String> {
+    pub fn game(&self, id: &str) -> Result<&Game, UnknownPreset> {
         let key = id.trim().to_ascii_lowercase();
-        self.games.iter().find(|g| g.id == key || g.aliases.iter().any(|a| a.eq_ignore_ascii_case(&key))).ok_or_else(|| {
-            let near = nearest(&key, self.games.iter().map(|g| g.id.as_str()), 3);
-            let hint = if near.is_empty() { String::new() } else { format!("did you mean {}? ", near.join(", ")) };
-            format!("unknown game preset '{}'; {hint}see `vram-doctor presets list games` (or leave model.preset out for the generic model)", crate::printable::printable_cut(id, 80))
-        })
+        self.games
+            .iter()
+            .find(|g| g.id == key || g.aliases.iter().any(|a| a.eq_ignore_ascii_case(&key)))
+            .ok_or_else(|| {
+                let names = self.games.iter().map(|g| g.id.as_str());
+                UnknownPreset::new(Shelf::Game, id, names)
+            })
     }
 }
 
@@ -167,6 +169,6 @@ mod tests {
         let e = parse(&row.replace("\"high\"", "\"insane\"")).unwrap_err();
         assert!(e.contains("texture_quality"), "{e}");
         let e = GameCatalog::get().game("cyberpunk-2078").unwrap_err();
-        assert!(e.contains("cyberpunk-2077"), "{e}");
+        assert!(e.near.iter().any(|n| n == "cyberpunk-2077"), "{e}");
     }
 }

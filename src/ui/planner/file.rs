@@ -114,7 +114,7 @@ impl PlannerView {
                 Ok(msg)
             }
             // The workload being edited is kept as it was.
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
         });
     }
 

@@ -178,10 +178,12 @@ impl PlannerView {
             .as_deref()
             .and_then(Path::parent)
             .unwrap_or(Path::new("."));
-        let e = resolve_any(&self.workload, base, Some(crate::import::load_model)).map(|w| {
-            let result = plan_any(&w);
-            Estimate::new(w, result)
-        });
+        let e = resolve_any(&self.workload, base, Some(crate::import::load_model))
+            .map(|w| {
+                let result = plan_any(&w);
+                Estimate::new(w, result)
+            })
+            .map_err(String::from);
         if let Ok(est) = &e {
             let s = &mut self.shown;
             s.capacity_bytes = est.breakdown.capacity_bytes;
