@@ -85,11 +85,11 @@ impl Glossary {
         toml::from_str(text).map_err(|e| format!("assets/glossary/terms.toml: {e}"))
     }
 
-    /// The shipped glossary; empty (no tooltips) if it does not read, which tests/ui_glossary.rs
-    /// rules out before a release.
+    /// The shipped glossary. It is embedded and tests/ui_glossary.rs reads it, so one that does
+    /// not read is a build defect, reported loudly rather than shown as an app without tooltips.
     pub fn get() -> &'static Glossary {
         static G: OnceLock<Glossary> = OnceLock::new();
-        G.get_or_init(|| Glossary::parse(TERMS).unwrap_or_default())
+        G.get_or_init(|| Glossary::parse(TERMS).unwrap_or_else(|e| panic!("{e}")))
     }
 
     /// The entry of the control labelled `en` (English).
