@@ -536,6 +536,48 @@ fn switches_an_entry_does_not_count_are_refused_by_name() {
     assert!(e.contains("use_parallel_residual"), "{e}");
 }
 
+/// The switches of the older decoders the transformers oracle covers from their default
+/// configs only, against transformers 5.24 building the same config on the meta device (sum of
+/// `parameters()`): OPT-350m's shapes (word_embed_proj_dim 512 projected to hidden 1024, no
+/// final norm without do_layer_norm_before, 2 extra position rows), OPT's norms without
+/// parameters, BLOOM-560m written with the legacy `n_embed` (the Hub's 559,214,592), and
+/// InternLM3's biases under their attribute_map names.
+#[test]
+fn older_decoders_follow_their_config_switches() {
+    let count = |json: &str| {
+        imp::from_bytes::hf_config(json.as_bytes())
+            .unwrap_or_else(|e| panic!("{json}: {e}"))
+            .params_by_shape
+    };
+    let opt = r#"{"model_type": "opt", "hidden_size": 1024, "word_embed_proj_dim": 512,
+        "do_layer_norm_before": false, "num_hidden_layers": 24, "ffn_dim": 4096,
+        "num_attention_heads": 16, "vocab_size": 50272, "max_position_embeddings": 2048}"#;
+    assert_eq!(count(opt), Some(331_196_416));
+    let opt_125m = r#"{"model_type": "opt", "hidden_size": 768, "num_hidden_layers": 12,
+        "ffn_dim": 3072, "num_attention_heads": 12, "vocab_size": 50272,
+        "max_position_embeddings": 2048"#;
+    assert_eq!(count(&format!("{opt_125m}}}")), Some(125_239_296));
+    assert_eq!(
+        count(&format!(
+            r#"{opt_125m}, "layer_norm_elementwise_affine": false}}"#
+        )),
+        Some(125_200_896)
+    );
+    let e = imp::from_bytes::hf_config(
+        format!(r#"{opt_125m}, "_remove_final_layer_norm": true}}"#).as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("_remove_final_layer_norm"), "{e}");
+    let bloom = r#"{"model_type": "bloom", "n_embed": 1024, "n_layer": 24,
+        "num_attention_heads": 16, "vocab_size": 250880, "n_inner": null}"#;
+    assert_eq!(count(bloom), Some(559_214_592));
+    let internlm3 = r#"{"model_type": "internlm3", "qkv_bias": true, "bias": true,
+        "hidden_size": 4096, "intermediate_size": 10240, "num_hidden_layers": 48,
+        "num_attention_heads": 32, "num_key_value_heads": 2, "vocab_size": 128512}"#;
+    assert_eq!(count(internlm3), Some(8_805_838_848));
+}
+
 /// The published Qwen3-Next config gives `full_attention_interval`, not `layer_types`: only
 /// every fourth block (configuration_qwen3_next.py) caches K and V, 12 of 48 here; the other
 /// 36 hold a Gated DeltaNet state. A different interval moves the split.

@@ -28,12 +28,20 @@ const INTERMEDIATE_KEYS: [&str; 4] = ["intermediate_size", "n_inner", "ffn_hidde
 /// More blocks than any model has (the deepest published decoders have a few hundred).
 const MAX_LAYERS: u32 = 100_000;
 
-/// A bias switch: fixed for the model type, or read from a config key.
+/// A switch (a bias, a norm): fixed for the model type, or read from a config key (or, where
+/// the configuration class maps other names onto it, the first of those that is set).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 enum BiasRule {
     Fixed(bool),
-    Key { key: String, default: bool },
+    Key {
+        key: String,
+        /// Other names of the key (InternLM3Config's `attribute_map`: `qkv_bias` is
+        /// `attention_bias`).
+        #[serde(default)]
+        also: Vec<String>,
+        default: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -70,6 +78,25 @@ struct Convention {
     tied_default: bool,
     #[serde(default)]
     positions_key: Option<String>,
+    /// Rows the learned position embedding holds beyond that count (OPT:
+    /// `OPTLearnedPositionalEmbedding` adds an offset of 2).
+    #[serde(default)]
+    positions_offset: u32,
+    /// The embeddings' width, from this key; where it differs from the hidden size,
+    /// `project_in` and `project_out` (Linear without bias) map between them and the head reads
+    /// that width (OPT `word_embed_proj_dim`).
+    #[serde(default)]
+    embed_width_key: Option<String>,
+    /// A norm over the embeddings besides the final one (BLOOM `word_embeddings_layernorm`).
+    #[serde(default)]
+    embed_norm: bool,
+    /// Whether the model ends in a final norm (OPT: only with `do_layer_norm_before`).
+    #[serde(default = "with_bias")]
+    final_norm: BiasRule,
+    /// The norms hold parameters by this rule, none without (OPT
+    /// `layer_norm_elementwise_affine`).
+    #[serde(default)]
+    norm_affine: Option<BiasRule>,
     #[serde(default)]
     multi_query_default: bool,
     #[serde(default)]
@@ -282,7 +309,14 @@ impl Cfg<'_> {
     fn bias(&self, rule: &BiasRule) -> bool {
         match rule {
             BiasRule::Fixed(b) => *b,
-            BiasRule::Key { key, default } => self.bool(key).unwrap_or(*default),
+            BiasRule::Key { key, also, default } => {
+                let keys: Vec<&str> = std::iter::once(key.as_str())
+                    .chain(also.iter().map(String::as_str))
+                    .collect();
+                self.raw(&keys)
+                    .and_then(|(_, v)| v.as_bool())
+                    .unwrap_or(*default)
+            }
         }
     }
 }
@@ -714,19 +748,21 @@ fn unmodelled(root: &Value, cfg: &Cfg, conv: &Convention) -> Result<(), ImportEr
 }
 
 fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, ImportError> {
-    let hidden = cfg.need(&["hidden_size", "n_embd", "d_model"])?;
+    // BLOOM's legacy `n_embed` (configuration_bloom.py), MPT's `n_heads` / `n_layers`
+    // (configuration_mpt.py attribute_map).
+    let hidden = cfg.need(&["hidden_size", "n_embd", "d_model", "n_embed"])?;
     let single = single_blocks(cfg, conv)?;
     let layers = match &single {
         // NemotronHConfig: the pattern's length is the layer count.
         Some(s) => s.len() as u32,
-        None => cfg.need(&["num_hidden_layers", "n_layer", "num_layers"])?,
+        None => cfg.need(&["num_hidden_layers", "n_layer", "num_layers", "n_layers"])?,
     };
     let attention_free = conv.ssm.is_some_and(|r| r.attention == SsmAttention::None);
     let heads = if attention_free {
         // No attention block: one placeholder head (the blocks cache no K/V).
         1
     } else {
-        cfg.need(&["num_attention_heads", "n_head", "num_heads"])?
+        cfg.need(&["num_attention_heads", "n_head", "num_heads", "n_heads"])?
     };
     if heads == 0 || hidden == 0 || layers == 0 {
         return Err(format!(
@@ -780,8 +816,12 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Impo
     let positions = match &conv.positions_key {
         Some(k) => cfg
             .u32(&[k.as_str(), "max_position_embeddings"])?
-            .unwrap_or(0),
+            .map_or(0, |p| p.saturating_add(conv.positions_offset)),
         None => 0,
+    };
+    let embed_width = match &conv.embed_width_key {
+        Some(k) => cfg.u32(&[k.as_str()])?.unwrap_or(hidden),
+        None => hidden,
     };
     let norms_per_layer = if conv.parallel_norms {
         if cfg.bool("new_decoder_architecture").unwrap_or(false) {
@@ -858,12 +898,15 @@ fn layout(cfg: &Cfg, conv: &Convention, model_type: &str) -> Result<Layout, Impo
         intermediate: dense,
         vocab,
         positions,
+        embed_width,
         tied: cfg.bool("tie_word_embeddings").unwrap_or(conv.tied_default),
-        norm: match &conv.norm_bias {
-            Some(rule) if cfg.bias(rule) => Norm::Layer,
-            Some(_) => Norm::Rms,
-            None => conv.norm,
+        norm: match (&conv.norm_affine, &conv.norm_bias) {
+            (Some(rule), _) if !cfg.bias(rule) => Norm::None,
+            (_, Some(rule)) if cfg.bias(rule) => Norm::Layer,
+            (_, Some(_)) => Norm::Rms,
+            _ => conv.norm,
         },
+        outer_norms: u32::from(cfg.bias(&conv.final_norm)) + u32::from(conv.embed_norm),
         norms_per_layer,
         qk_norm: match &conv.qk_norm_key {
             Some(k) if !cfg.bool(k).unwrap_or(false) => QkNorm::None,

@@ -254,6 +254,12 @@ pub struct Layout {
     pub vocab: u32,
     /// Rows of a learned position embedding (GPT-2 `wpe`), 0 for rotary models.
     pub positions: u32,
+    /// Width of the token embeddings and of the head's input (the hidden size, or OPT's
+    /// `word_embed_proj_dim` with `project_in` / `project_out` between the two).
+    pub embed_width: u32,
+    /// Norms outside the blocks: the final one, and an embeddings norm (BLOOM); 0 for OPT
+    /// without `do_layer_norm_before`.
+    pub outer_norms: u32,
     pub tied: bool,
     pub norm: Norm,
     pub norms_per_layer: u32,
@@ -559,7 +565,7 @@ pub fn block(l: &Layout, layer: usize) -> Parts {
 
 /// The output head, when it is a matrix of its own (not tied to the embedding).
 pub fn head(l: &Layout) -> Option<Lin> {
-    (!l.tied).then(|| Lin::new("lm_head", n(l.hidden), n(l.vocab), l.head_bias))
+    (!l.tied).then(|| Lin::new("lm_head", n(l.embed_width), n(l.vocab), l.head_bias))
 }
 
 /// Parameters of the whole decoder: embeddings, blocks, final norm, head.
@@ -567,7 +573,10 @@ pub fn count(l: &Layout) -> u64 {
     let h = n(l.hidden);
     let blocks =
         (0..l.layers as usize).fold(0u128, |s, layer| s.saturating_add(block(l, layer).params()));
-    let embed = n(l.vocab).saturating_mul(h);
+    let e = n(l.embed_width);
+    let embed = n(l.vocab).saturating_mul(e);
+    // OPT's project_in and project_out (modeling_opt.py OPTDecoder, Linear without bias).
+    let projections = if e == h { 0 } else { h.saturating_mul(e) * 2 };
     let head = match head(l) {
         Some(lin) => lin.params(),
         // A tied head can still carry its own bias.
@@ -578,8 +587,9 @@ pub fn count(l: &Layout) -> u64 {
     to_u64(
         blocks
             .saturating_add(embed)
+            .saturating_add(projections)
             .saturating_add(head)
             .saturating_add(positions)
-            .saturating_add(l.norm.params(h)),
+            .saturating_add(l.norm.params(h).saturating_mul(n(l.outer_norms))),
     )
 }
