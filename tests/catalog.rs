@@ -519,14 +519,13 @@ fn a_published_file_size_is_the_weights_of_its_format() {
     let formula = vram_doctor::memory::weights::weight_bytes(&m.arch, file.format, w.run.engine);
     assert!(formula.gpu + formula.host > 3.0 * file.bytes as f64);
     let q8 = plan("q8_0");
-    assert!(q8.file_weights.is_none());
     assert!(
         !q8.model_notes
             .iter()
             .any(|n| n.to_string().contains("published"))
     );
-    // Without a published file the plan says that the file type's rule over-counts the
-    // MXFP4 experts, which GGUF files keep.
+    // Without a published file the GGUF keeps the MXFP4 experts (17 bytes per 32 weights) and
+    // the rest follows the file type's rule, and the plan says so.
     let keeps = |w: &vram_doctor::types::workload::Workload| {
         w.model_notes
             .iter()
@@ -534,4 +533,22 @@ fn a_published_file_size_is_the_weights_of_its_format() {
     };
     assert!(keeps(&q8), "{:?}", q8.model_notes);
     assert!(!keeps(&w), "{:?}", w.model_notes);
+    let q8_bytes = q8.weight_bytes();
+    let q8_formula =
+        vram_doctor::memory::weights::weight_bytes(&m.arch, q8.run.weights, q8.run.engine);
+    assert!(
+        q8_bytes.gpu + q8_bytes.host < 0.6 * (q8_formula.gpu + q8_formula.host),
+        "q8_0 with MXFP4 experts {q8_bytes:?} vs every block in Q8_0 {q8_formula:?}"
+    );
+    // The same rule for F16 gives the published F16 file (unsloth's 60.87 GiB) within 1 %.
+    let vram_doctor::types::dtype::WeightFormat::Gguf(f16) = file.format else {
+        panic!("the published file is a GGUF")
+    };
+    let rule = vram_doctor::memory::weights::gguf_keeping_mxfp4_experts(&m.arch, f16, w.run.engine);
+    let published = file.bytes as f64;
+    assert!(
+        ((rule.gpu + rule.host) / published - 1.0).abs() < 0.01,
+        "F16 with MXFP4 experts {} vs the published {published}",
+        rule.gpu + rule.host
+    );
 }

@@ -4,7 +4,7 @@
 //! comes from. Norm weights and biases are folded into the block parameters (well under 0.1%).
 
 use crate::types::arch::ModelArch;
-use crate::types::dtype::{GgmlType, WeightFormat, more_bits_fraction};
+use crate::types::dtype::{GgmlType, GgufFileType, WeightFormat, more_bits_fraction};
 use crate::types::options::Engine;
 use crate::types::workload::Workload;
 
@@ -121,6 +121,27 @@ pub fn weight_bytes(a: &ModelArch, f: WeightFormat, engine: Engine) -> WeightByt
             gpu: a.block_params() * block_bytes_per_param(f, a) + sixteen_bit_ends(a),
             host: 0.0,
         },
+    }
+}
+
+/// A GGUF file of a model whose routed experts ship in MXFP4 (gpt-oss): llama.cpp's converter
+/// keeps them packed (convert_hf_to_gguf.py `GptOssModel.dequant_model` skips an MXFP4
+/// checkpoint and its `repack_mxfp4` writes each expert tensor's blocks and scales as one
+/// GGML_TYPE_MXFP4 tensor, 17 bytes per 32 weights, whatever `--outtype`), and `llama-quantize`
+/// does not re-quantize them (llama-quant.cpp `llama_model_quantize_impl` refuses a quantized
+/// input tensor unless `--allow-requantize`; bartowski/openai_gpt-oss-20b-GGUF: "All quants
+/// keep the feed forward networks at mxfp4"). Every other tensor follows the file type's rule.
+pub fn gguf_keeping_mxfp4_experts(a: &ModelArch, t: GgufFileType, engine: Engine) -> WeightBytes {
+    let mix = t.mix();
+    let whole = gguf_bytes(a, mix, engine);
+    let (experts, downs) = a.routed_expert_params();
+    let more = more_bits_fraction(a.layers);
+    let down_rate =
+        more * mix.ffn_down.0.bytes_per_weight() + (1.0 - more) * mix.ffn_down.1.bytes_per_weight();
+    let by_rule = (experts - downs) * mix.base.bytes_per_weight() + downs * down_rate;
+    WeightBytes {
+        gpu: (whole.gpu - by_rule).max(0.0) + experts * MXFP4_BYTES,
+        host: whole.host,
     }
 }
 

@@ -167,10 +167,23 @@ impl WorkloadFile {
                     .text("files", f.to_string()),
             );
             // GGUF conversions of MXFP4 experts keep them in MXFP4 whatever the file type
-            // (bartowski/openai_gpt-oss-20b-GGUF README: "All quants keep the feed forward
-            // networks at mxfp4"; unsloth's gpt-oss-120b F16 file holds 60.87 GiB, not the
-            // 218 GiB of 2 bytes a parameter), which the file type's formula does not know.
-            if f == WeightFormat::Mxfp4 && run.weights.is_gguf() && file_weights.is_none() {
+            // (`memory::weights::gguf_keeping_mxfp4_experts`; unsloth's gpt-oss-120b F16 file
+            // holds 60.87 GiB, not the 218 GiB of 2 bytes a parameter): the file's bytes are
+            // those experts at 17 bytes per 32 weights and the rest by the file type's rule.
+            if f == WeightFormat::Mxfp4
+                && let WeightFormat::Gguf(t) = run.weights
+                && file_weights.is_none()
+            {
+                let b = crate::memory::weights::gguf_keeping_mxfp4_experts(
+                    &loaded.arch,
+                    t,
+                    Engine::LlamaCpp,
+                );
+                file_weights = Some(FileWeights {
+                    format: run.weights,
+                    total_bytes: b.gpu + b.host,
+                    host_bytes: b.host,
+                });
                 model_notes.push(
                     Message::new("resolve.weights.gguf_of_mxfp4")
                         .text("planned", run.weights.to_string()),

@@ -238,6 +238,13 @@ impl ModelArch {
         }
     }
 
+    /// Parameters of all routed experts (`ffn_{gate,up,down}_exps` of every MoE layer), and of
+    /// their down projections alone (`ffn_down_exps`).
+    pub fn routed_expert_params(&self) -> (f64, f64) {
+        let all = self.routed_expert_params_per_layer() * self.moe_layers().len() as f64;
+        (all, all / self.mlp_matrices())
+    }
+
     /// Layers with routed experts: all but the leading dense ones (`first_k_dense_replace`).
     pub fn moe_layers(&self) -> std::ops::Range<u32> {
         match &self.moe {
