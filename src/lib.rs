@@ -9,6 +9,7 @@ pub mod atomic_write;
 pub mod catalog;
 pub mod cli;
 pub mod doctor;
+pub mod engines;
 pub mod export;
 pub mod file_error;
 pub mod import;

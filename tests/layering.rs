@@ -22,6 +22,14 @@
 //! ui            every domain module, never cli
 //! ```
 //!
+//! `src/engines/<engine>/` holds one engine's rules split by layer: `<engine>/memory.rs` (or
+//! `memory/…`) is checked as part of `memory`, `<engine>/speed…` of `speed`, `<engine>/export…` of
+//! `export`, and a path into it counts as the layer it names (`crate::engines::llama_cpp::memory`
+//! is `memory`), so an engine's pieces keep the table above. A path that names an engine without
+//! its layer (`use crate::engines::llama_cpp;`) fails, and so does `super::` in an engine's code:
+//! its files name each other through `crate::engines::…`, where the layer shows. The engine's own
+//! `mod.rs` (and `engines/mod.rs`) only declare modules: leaf helpers at most.
+//!
 //! Test code (`#[cfg(test)]` to the end of a file) may build fixtures through a higher layer,
 //! as a dev-dependency may in a workspace; everything before it is checked.
 
@@ -39,6 +47,9 @@ const LEAF: &[&str] = &[
     "input_file",
     "atomic_write",
 ];
+/// The layers an engine's rules may sit in (`src/engines/<engine>/<layer>`).
+const ENGINE_LAYERS: &[&str] = &["memory", "speed", "plan", "export"];
+
 const DOMAIN: &[&str] = &[
     "types",
     "catalog",
@@ -65,7 +76,7 @@ fn allowed(module: &str) -> Option<Vec<&'static str>> {
                 _ => vec![],
             });
         }
-        "types" => &[],
+        "types" | "engines" => &[],
         "catalog" | "memory" => &["types"],
         "import" => &["memory", "types"],
         "resolve" => &["catalog", "import", "memory", "types"],
@@ -232,7 +243,9 @@ fn named_modules(code: &str, depth: usize) -> BTreeSet<String> {
             .collect()
     };
     let mut take = |rest: &str| {
-        if let Some(group) = rest.strip_prefix('{') {
+        if let Some(path) = rest.strip_prefix("engines::") {
+            out.extend(engine_layers(path));
+        } else if let Some(group) = rest.strip_prefix('{') {
             // Each item's first segment, also after a nested group (`crate::{a::{b, c}, d}`
             // names a and d).
             let mut depth = 0usize;
@@ -291,6 +304,42 @@ fn named_modules(code: &str, depth: usize) -> BTreeSet<String> {
     out
 }
 
+/// The layers a path below `crate::engines::` names: `llama_cpp::memory::x` is `memory`,
+/// `llama_cpp::{memory, export}` both; a path that stops at the engine (or names no layer) is
+/// `engines::<engine>`, which no row allows.
+fn engine_layers(path: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let engine = ident(path);
+    let rest = path[engine.len()..].trim_start();
+    let layers: Vec<String> = match rest.strip_prefix("::").map(str::trim_start) {
+        Some(r) if r.starts_with('{') => r[1..r.find('}').unwrap_or(r.len())]
+            .split(',')
+            .map(|i| ident(i.trim()))
+            .filter(|i| !i.is_empty())
+            .collect(),
+        Some(r) => vec![ident(r)],
+        None => vec![],
+    };
+    if layers.is_empty() || layers.iter().any(|l| !ENGINE_LAYERS.contains(&l.as_str())) {
+        return vec![format!("engines::{engine}")];
+    }
+    layers
+}
+
+/// The layer a file under `src/` is checked as: its top-level module, or for an engine's
+/// file (`engines/<engine>/<layer>…`) that layer.
+fn layer_of(parts: &[String]) -> &str {
+    match parts {
+        [top, _, layer, ..] if top == "engines" && layer != "mod" => layer,
+        [top, ..] => top,
+        [] => "",
+    }
+}
+
 #[test]
 fn every_import_respects_the_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -305,7 +354,7 @@ fn every_import_respects_the_layers() {
             .iter()
             .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
             .collect();
-        let module = parts[0].as_str();
+        let module = layer_of(&parts);
         if ["lib", "main"].contains(&module) {
             continue; // the crate root and the binary sit above every layer
         }
@@ -318,8 +367,20 @@ fn every_import_respects_the_layers() {
                 rel.display()
             )
         });
+        if parts[0] == "engines" && module != "engines" && !ENGINE_LAYERS.contains(&module) {
+            bad.push(format!(
+                "src/{}: an engine's rules sit in one of {ENGINE_LAYERS:?}",
+                rel.display()
+            ));
+        }
         let text = std::fs::read_to_string(f).unwrap();
         let code = code_of(&text);
+        if parts[0] == "engines" && code.contains("super::") {
+            bad.push(format!(
+                "src/{}: an engine's file names its neighbours through crate::engines::…, not super::",
+                rel.display()
+            ));
+        }
         for m in named_modules(&code, depth) {
             if m != module && !allow.contains(&m.as_str()) {
                 bad.push(format!(
@@ -384,6 +445,24 @@ fn the_parser_sees_every_form_of_path() {
     for not_code in ["ui", "export", "doctor"] {
         assert!(!m.contains(not_code), "{not_code} in {m:?} of {code}");
     }
+    // A path into an engine counts as the layer it names; one that hides the layer fails.
+    let e = named_modules(
+        "use crate::engines::llama_cpp::memory::split;\nuse crate::engines::vllm::{speed, export};\nuse crate::engines::comfyui;\n",
+        0,
+    );
+    for want in ["memory", "speed", "export", "engines::comfyui"] {
+        assert!(e.contains(want), "{want} not seen in {e:?}");
+    }
+    assert!(
+        !DOMAIN
+            .iter()
+            .any(|m| allowed(m).unwrap().contains(&"engines::comfyui"))
+    );
+    let file = |p: &str| p.split('/').map(String::from).collect::<Vec<_>>();
+    assert_eq!(layer_of(&file("engines/llama_cpp/memory")), "memory");
+    assert_eq!(layer_of(&file("engines/llama_cpp/export/ollama")), "export");
+    assert_eq!(layer_of(&file("engines/llama_cpp/mod")), "engines");
+    assert_eq!(layer_of(&file("memory/kv_cache")), "memory");
     assert!(!allowed("cli").unwrap().contains(&"ui"));
     assert!(!allowed("memory").unwrap().contains(&"catalog"));
 }

@@ -710,7 +710,7 @@ fn devices_table(s: &mut String, devices: &[DeviceMemory]) {
     let _ = writeln!(s);
 }
 /// `-ngl 30 of 49 on the GPU, experts of 0 layers in system RAM; 3.10 GiB system RAM`.
-fn placement_line(p: &crate::memory::placement::Placement) -> String {
+fn placement_line(p: &crate::engines::llama_cpp::memory::Placement) -> String {
     let mut s = format!(
         "{} of {} layers on the GPU (-ngl {})",
         p.gpu_layers, p.total_layers, p.gpu_layers

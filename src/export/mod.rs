@@ -4,7 +4,8 @@
 //!
 //! Every export is rendered from the *planned* workload: the workload with the plan's strategies
 //! applied (`planned`), so what the user pastes is what the planner checked. Which exports
-//! apply to which task and engine is decided in one place, `kinds_for_os`.
+//! apply to which task and engine is decided in one place, `kinds_for_os`. An engine's own
+//! launch files sit with its other rules (`engines::<engine>::export`); this module renders them.
 
 pub mod accelerate_fsdp;
 pub mod allocator;
@@ -12,9 +13,6 @@ pub mod comfyui;
 pub mod deepspeed;
 pub mod diffusers;
 pub mod hf_training;
-pub mod llama_cpp;
-pub mod lm_studio;
-pub mod ollama;
 pub mod peft;
 pub mod report;
 pub mod transformers;
@@ -22,6 +20,7 @@ pub mod vllm;
 pub mod workload_file;
 
 use crate::catalog::Catalog;
+use crate::engines::llama_cpp::export::{self as llama_cpp, lm_studio, ollama};
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
 use crate::plan::{PlanResult, Strategy};

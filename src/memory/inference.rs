@@ -1,11 +1,11 @@
 //! LLM inference: weights, KV cache, and the transient buffers of one forward pass, per engine.
 
 use super::activations::inference_peak;
-use super::breakdown::{Breakdown, ComponentId, Device, DeviceMemory, Layer};
+use super::breakdown::{Breakdown, ComponentId, Layer};
 use super::kv_cache::{kv_cache_bytes, state_bytes};
 use super::overhead;
-use super::placement;
 use super::weights::weight_bytes;
+use crate::engines::llama_cpp::memory as llama_cpp;
 use crate::types::arch::ModelArch;
 use crate::types::message::Message;
 use crate::types::options::{Attention, Engine};
@@ -25,7 +25,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
     let n = f64::from(w.gpu.count.max(1));
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     if r.engine == Engine::LlamaCpp {
-        llama_cpp(&mut b, w, n);
+        llama_cpp::breakdown(&mut b, w, n);
         return b;
     }
     let wb = w.weight_bytes();
@@ -151,70 +151,6 @@ fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
                 .fixed("percent", 100.0 * r.gpu_memory_utilization, 0)
                 .fixed("fits", (pool / per_seq).floor(), 0)
                 .int("seq", r.seq),
-        );
-    }
-}
-
-/// llama.cpp: model buffer, KV buffer for `batch` parallel slots of `seq` tokens, and the
-/// compute buffer, for the layers the run puts on the GPU (`placement`). With several GPUs
-/// llama.cpp splits the layers; each GPU keeps a full compute buffer.
-fn llama_cpp(b: &mut Breakdown, w: &Workload, n: f64) {
-    let s = placement::split(w);
-    let (gpu_compute, host_compute) = placement::compute_buffers(w, &s);
-    b.add(
-        ComponentId::Weights,
-        "Model weights",
-        s.gpu_weights / n,
-        Layer::Tensor,
-    );
-    let state = state_bytes(&w.model, w.run.batch, Engine::LlamaCpp);
-    b.add(
-        ComponentId::KvCache,
-        "KV cache",
-        (s.gpu_kv + state) / n,
-        Layer::Tensor,
-    );
-    b.add(
-        ComponentId::Activations,
-        "Compute buffer",
-        gpu_compute,
-        Layer::Tensor,
-    );
-    b.add(
-        ComponentId::CudaContext,
-        "CUDA context and kernels",
-        overhead::GGML_CONTEXT_BYTES,
-        Layer::Process,
-    );
-    let p = placement::placement(w);
-    b.devices = b.gpu_rows(w.gpu.count);
-    b.devices.push(DeviceMemory {
-        device: Device::Host,
-        model_bytes: s.host_weights.round() as u64,
-        context_bytes: s.host_kv.round() as u64,
-        compute_bytes: host_compute.round() as u64,
-        layers: Some(p.total_layers - p.gpu_layers),
-    });
-    if s.full(&w.model) {
-        b.warn(
-            Message::new("warn.llama_cpp.embedding_in_ram")
-                .bytes("bytes", w.weight_bytes().host as u64),
-        );
-    } else {
-        b.warn(
-            Message::new("warn.llama_cpp.split")
-                .int("gpu_layers", p.gpu_layers)
-                .int("layers", p.total_layers)
-                .bytes("host", p.host_bytes),
-        );
-    }
-    if let Some(ram) = w.gpu.host.ram_bytes
-        && p.host_bytes > ram
-    {
-        b.warn(
-            Message::new("warn.host_ram_short")
-                .bytes("need", p.host_bytes)
-                .bytes("ram", ram),
         );
     }
 }

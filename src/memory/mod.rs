@@ -11,7 +11,6 @@ pub mod kv_cache;
 pub mod lora;
 pub mod optimizer;
 pub mod overhead;
-pub mod placement;
 pub mod training;
 pub mod weights;
 

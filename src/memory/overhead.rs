@@ -2,6 +2,7 @@
 //! workspaces, and the caching allocator's slack.
 
 use super::breakdown::{Breakdown, ComponentId, Layer};
+use crate::engines::llama_cpp::memory as llama_cpp;
 use crate::types::options::Engine;
 use crate::units::{GIB, MIB};
 
@@ -11,11 +12,6 @@ use crate::units::{GIB, MIB};
 /// lower, so this errs on the safe side.
 pub const TORCH_CONTEXT_BYTES: f64 = 1343.0 * MIB;
 
-/// llama.cpp/ggml: the "unaccounted" memory in `llama_memory_breakdown_print` on an RTX 4090
-/// was 451 MiB (llama.cpp PR #15860); ollama budgets 457 MiB per CUDA GPU
-/// (`discover/gpu.go` cudaMinimumMemory).
-pub const GGML_CONTEXT_BYTES: f64 = 457.0 * MIB;
-
 /// vLLM's non-torch memory (NCCL, cuBLAS workspaces, custom all-reduce) on one GPU: 1.79 GiB in
 /// the profiling log of vLLM PR #10511 (reference row gt009).
 pub const VLLM_NON_TORCH_BYTES: f64 = 1.79 * GIB;
@@ -23,7 +19,7 @@ pub const VLLM_NON_TORCH_BYTES: f64 = 1.79 * GIB;
 /// The per-process context an engine brings.
 pub fn context_bytes(engine: Engine) -> f64 {
     match engine {
-        Engine::LlamaCpp => GGML_CONTEXT_BYTES,
+        Engine::LlamaCpp => llama_cpp::GGML_CONTEXT_BYTES,
         _ => TORCH_CONTEXT_BYTES,
     }
 }

@@ -77,7 +77,7 @@ pub fn fit(w: &Workload) -> Fit {
     let l = w.model.layers;
     if meets(w) {
         return Fit {
-            gpu_layers: crate::memory::placement::gpu_layers(w),
+            gpu_layers: crate::engines::llama_cpp::memory::gpu_layers(w),
             cpu_moe_layers: w.run.cpu_moe_layers,
             unchanged: true,
             meets_target: true,

@@ -41,7 +41,7 @@ pub struct Plan {
     pub details: Details,
     /// Where llama.cpp puts the planned run (DESIGN.md `placement`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<crate::memory::placement::Placement>,
+    pub placement: Option<crate::engines::llama_cpp::memory::Placement>,
     /// How fast the planned run goes (DESIGN.md `speed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed: Option<crate::speed::Speed>,

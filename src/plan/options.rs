@@ -16,7 +16,7 @@
 use super::fit;
 use super::strategy::{Risk, Strategy};
 use super::{Plan, quality_note};
-use crate::memory::placement::{self, Placement};
+use crate::engines::llama_cpp::memory::{self as placement, Placement};
 use crate::memory::{self, Breakdown};
 use crate::speed::{self, Speed};
 use crate::types::dtype::KvDtype;

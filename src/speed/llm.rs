@@ -2,7 +2,7 @@
 //!
 //! Decode is memory-bound: each step reads the weights it multiplies (MoE: only the routed
 //! experts in use) and the KV cache at the context length, from VRAM for what sits on the GPU
-//! and from system RAM for what llama.cpp left on the CPU (`memory::placement`). Prefill is
+//! and from system RAM for what llama.cpp left on the CPU (`engines::llama_cpp::memory`). Prefill is
 //! compute-bound: 2 FLOPs per active parameter per token plus attention; with a partial offload
 //! llama.cpp runs the CPU-resident weights' matrix multiplications on the GPU for batches of 32
 //! tokens and more (ggml-cuda `ggml_backend_cuda_device_offload_op`, `min_batch_size = 32`), so
@@ -10,7 +10,7 @@
 
 use super::Speed;
 use super::precision::{self, MatmulPrecision};
-use crate::memory::placement;
+use crate::engines::llama_cpp::memory as placement;
 use crate::types::options::{Checkpointing, Engine, Method, Offload, Precision, Task};
 use crate::types::workload::Workload;
 

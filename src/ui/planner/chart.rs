@@ -56,7 +56,7 @@ pub fn chart_ui(ui: &mut Ui, source: &Source, dragged: Knob, cache: &mut Cache) 
         Knob::GpuLayers => (
             tr("Memory and speed by GPU layers"),
             tr("GPU layers (-ngl)"),
-            crate::memory::placement::gpu_layers(w),
+            crate::engines::llama_cpp::memory::gpu_layers(w),
         ),
         Knob::Context => (
             tr("Memory and speed by context length"),

@@ -9,7 +9,7 @@
 //! `llamaVCacheQuantizationType`, `evalBatchSize`. `lms load` takes `--gpu` (the same ratio) and
 //! `--context-length` (LM Studio docs, `lms load`).
 
-use super::llama_cpp::{cache_type, flash};
+use crate::engines::llama_cpp::export::{cache_type, flash};
 use crate::types::workload::Workload;
 
 /// A ratio as LM Studio takes it: "max", "off" or a share with three decimals.
@@ -95,7 +95,7 @@ pub fn render(w: &Workload) -> String {
     s.push_str("// The key `lms ls` lists for your download of this model.\n");
     s.push_str(&format!(
         "const MODEL_KEY = \"{}\";\n\n",
-        super::slug(&w.model_name).to_ascii_lowercase()
+        crate::export::slug(&w.model_name).to_ascii_lowercase()
     ));
     s.push_str("const client = new LMStudioClient();\n");
     s.push_str("const model = await client.llm.load(MODEL_KEY, {\n  config: {\n");

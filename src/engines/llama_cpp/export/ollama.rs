@@ -5,8 +5,8 @@
 //! `OLLAMA_NUM_PARALLEL`, ollama FAQ), so they are written as comments to set before
 //! `ollama serve`.
 
-use super::comments;
-use super::llama_cpp::{cache_type, flash, gguf_file, ngl};
+use crate::engines::llama_cpp::export::{cache_type, flash, gguf_file, ngl};
+use crate::export::comments;
 use crate::types::dtype::KvDtype;
 use crate::types::workload::Workload;
 

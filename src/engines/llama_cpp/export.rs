@@ -3,7 +3,10 @@
 //! (`--parallel`, slots), `-fa` (`--flash-attn on|off|auto`), `--cache-type-k/-v`, `-b`
 //! (`--batch-size`, logical) and `-ub` (`--ubatch-size`, physical).
 
-use super::{command_line, comments, slug};
+pub mod lm_studio;
+pub mod ollama;
+
+use crate::export::{command_line, comments, slug};
 use crate::types::dtype::KvDtype;
 use crate::types::options::Attention;
 use crate::types::workload::Workload;

@@ -13,14 +13,25 @@
 //! - `common/arg.cpp`, `--n-cpu-moe N`: a buffer override `blk\.i\.ffn_(up|down|gate)_exps` →
 //!   CPU for `i < N`; `--cpu-moe` is the same for every layer (`-ot exps=CPU`). Shared experts
 //!   (`ffn_*_shexp`) and attention stay on the layer's device.
+//!
+//! And what llama.cpp allocates on each side: [`breakdown`], the estimate `memory::inference`
+//! returns for a llama.cpp run.
 
-use super::kv_cache::kv_cache_bytes_of_layers;
-use super::weights::output_head_bytes;
+use crate::memory::breakdown::{Breakdown, ComponentId, Device, DeviceMemory, Layer};
+use crate::memory::kv_cache::{kv_cache_bytes_of_layers, state_bytes};
+use crate::memory::weights::output_head_bytes;
 use crate::types::arch::ModelArch;
+use crate::types::message::Message;
 use crate::types::options::Engine;
 use crate::types::workload::Workload;
+use crate::units::MIB;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
+
+/// llama.cpp/ggml: the "unaccounted" memory in `llama_memory_breakdown_print` on an RTX 4090
+/// was 451 MiB (llama.cpp PR #15860); ollama budgets 457 MiB per CUDA GPU
+/// (`discover/gpu.go` cudaMinimumMemory).
+pub const GGML_CONTEXT_BYTES: f64 = 457.0 * MIB;
 
 /// DESIGN.md `placement`: the split as llama.cpp's flags and its bytes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -215,6 +226,70 @@ pub fn placement(w: &Workload) -> Placement {
         cpu_moe_layers: w.run.cpu_moe_layers.min(w.model.layers),
         host_bytes: (s.host_weights + s.host_kv + host_compute).round() as u64,
         per_gpu_bytes: Vec::new(),
+    }
+}
+
+/// llama.cpp: model buffer, KV buffer for `batch` parallel slots of `seq` tokens, and the
+/// compute buffer, for the layers the run puts on the GPU ([`split`]). With several GPUs
+/// llama.cpp splits the layers; each GPU keeps a full compute buffer.
+pub fn breakdown(b: &mut Breakdown, w: &Workload, n: f64) {
+    let s = split(w);
+    let (gpu_compute, host_compute) = compute_buffers(w, &s);
+    b.add(
+        ComponentId::Weights,
+        "Model weights",
+        s.gpu_weights / n,
+        Layer::Tensor,
+    );
+    let state = state_bytes(&w.model, w.run.batch, Engine::LlamaCpp);
+    b.add(
+        ComponentId::KvCache,
+        "KV cache",
+        (s.gpu_kv + state) / n,
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::Activations,
+        "Compute buffer",
+        gpu_compute,
+        Layer::Tensor,
+    );
+    b.add(
+        ComponentId::CudaContext,
+        "CUDA context and kernels",
+        GGML_CONTEXT_BYTES,
+        Layer::Process,
+    );
+    let p = placement(w);
+    b.devices = b.gpu_rows(w.gpu.count);
+    b.devices.push(DeviceMemory {
+        device: Device::Host,
+        model_bytes: s.host_weights.round() as u64,
+        context_bytes: s.host_kv.round() as u64,
+        compute_bytes: host_compute.round() as u64,
+        layers: Some(p.total_layers - p.gpu_layers),
+    });
+    if s.full(&w.model) {
+        b.warn(
+            Message::new("warn.llama_cpp.embedding_in_ram")
+                .bytes("bytes", w.weight_bytes().host as u64),
+        );
+    } else {
+        b.warn(
+            Message::new("warn.llama_cpp.split")
+                .int("gpu_layers", p.gpu_layers)
+                .int("layers", p.total_layers)
+                .bytes("host", p.host_bytes),
+        );
+    }
+    if let Some(ram) = w.gpu.host.ram_bytes
+        && p.host_bytes > ram
+    {
+        b.warn(
+            Message::new("warn.host_ram_short")
+                .bytes("need", p.host_bytes)
+                .bytes("ram", ram),
+        );
     }
 }
 

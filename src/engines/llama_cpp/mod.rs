@@ -1,0 +1,16 @@
+//! llama.cpp (and the programs that run it: ollama, LM Studio).
+//!
+//! - [`memory`]: where `-ngl`, `--n-cpu-moe` and `--no-kv-offload` put the layers, experts and
+//!   caches (GPU or system RAM), the compute buffers of both sides, the ggml context, and the
+//!   per-device breakdown llama.cpp prints.
+//! - [`export`]: llama-server flags; [`export::ollama`] and [`export::lm_studio`] the same
+//!   plan for ollama and LM Studio.
+//!
+//! Its terms in shared formulas: the sliding-window cache's extra ubatch
+//! (`memory::kv_cache::tokens_per_layer`), the recurrent state in f32
+//! (`memory::kv_cache::state_bytes`), the token embedding kept in system RAM
+//! (`memory::weights::gguf_bytes`); its decode and prefill rates in `speed::llm`, and the
+//! `--fit` split the planner chooses in `plan::options`.
+
+pub mod export;
+pub mod memory;
