@@ -398,7 +398,9 @@ fn compressed_tensors_ignore_and_targets_by_name() {
     ))
     .unwrap();
     assert!(
-        m.notes.iter().any(|n| n.contains("match no module")),
+        m.notes
+            .iter()
+            .any(|n| n.to_string().contains("match no module")),
         "{:?}",
         m.notes
     );
@@ -414,7 +416,10 @@ fn compressed_tensors_ignore_and_targets_by_name() {
     let vl = |ignore: Value| import(&with_quant("qwen2.5-vl-7b-instruct.json", q(ignore))).unwrap();
     let listed = vl(json!(per_block));
     assert!(
-        !listed.notes.iter().any(|n| n.contains("match no module")),
+        !listed
+            .notes
+            .iter()
+            .any(|n| n.to_string().contains("match no module")),
         "{:?}",
         listed.notes
     );

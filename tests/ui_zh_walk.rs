@@ -33,6 +33,37 @@ and 0.68 GiB is reserved by PyTorch but unallocated.";
 /// A ComfyUI workflow of two models (a refiner), a LoRA and a ControlNet: its plan warns.
 const WORKFLOW: &str = "tests/data/comfy/sdxl_refiner_lora_controlnet.json";
 
+/// A workflow over an 8 GB card: its plan lists changes to its nodes.
+const WORKFLOW_WITH_CHANGES: &str = "tests/data/comfy/sd35_large.json";
+
+/// Model files the importers read with notes of their own, copied beside the workloads that
+/// name them: an fp8 config whose unquantized-module list matches no module (hf_quant), a
+/// vision model's config (hf_config), and a GGUF whose file type no engine format is named
+/// after (gguf_model; written by [`gguf_of_unknown_type`]).
+const MODEL_FILES: &[(&str, &str)] = &[
+    ("fp8.json", "tests/data/configs/qwen3-30b-a3b-fp8.json"),
+    ("vision.json", "tests/data/configs/gemma-3-4b-it.json"),
+];
+
+/// tests/data/gguf/tiny-llama-q8_0.gguf with its `general.file_type` (a u32 after the key, GGUF
+/// value type 4) set to 24, IQ1_S, which is no engine format: the importer says how it planned it.
+fn gguf_of_unknown_type(to: &std::path::Path) {
+    let mut bytes = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/gguf/tiny-llama-q8_0.gguf"),
+    )
+    .unwrap();
+    let key = b"general.file_type";
+    let at = bytes
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect("the GGUF has general.file_type")
+        + key.len();
+    assert_eq!(bytes[at..at + 4], 4u32.to_le_bytes(), "its value is a u32");
+    bytes[at + 4..at + 8].copy_from_slice(&24u32.to_le_bytes());
+    std::fs::write(to, bytes).unwrap();
+}
+
 /// Every Chinese text of the glossary (the tooltips on the planner's words), named by entry.
 fn glossary_zh() -> Vec<(String, String)> {
     let g = Glossary::get();
@@ -84,13 +115,26 @@ const WORKLOADS: &[(&str, &str)] = &[
         "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"the-last-of-us-part-2\"\n[run]\ntask = \"game\"\nresolution = \"2560x1440\"\n",
     ),
     (
+        "an fp8 model's config",
+        "[gpu]\npreset = \"rtx-4090\"\n[model]\nhf_config = \"fp8.json\"\n[run]\ntask = \"inference\"\n",
+    ),
+    (
+        "a vision model's config",
+        "[gpu]\npreset = \"rtx-4090\"\n[model]\nhf_config = \"vision.json\"\n[run]\ntask = \"inference\"\n",
+    ),
+    (
+        "a GGUF of a file type no engine format is named after",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\nfile = \"odd-type.gguf\"\n[run]\ntask = \"inference\"\nengine = \"llama.cpp\"\nseq = 256\n",
+    ),
+    (
         "Game over budget",
         "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"3840x2160\"\ntexture_quality = \"ultra\"\nray_tracing = true\n",
     ),
 ];
 
-/// The runs of English words in `text` that read as a sentence: three or more words in a row
-/// (letters only, separated by single spaces), at least two of them lower-case. Names are
+/// The runs of English words in `text` that read as a sentence: two or more words in a row
+/// (letters only, separated by single spaces), at least two of them lower-case ("synthetic
+/// data" in brackets counts: a bracket ends a run but is no part of a word). Names are
 /// capitalised ("Meta Llama", "GeForce RTX") and identifiers carry digits or punctuation, so
 /// neither counts; quoted text (“…”, "…", `…`) is skipped.
 fn english_sentences(text: &str) -> Vec<String> {
@@ -104,6 +148,7 @@ fn english_sentences(text: &str) -> Vec<String> {
             (Some(_), _) => {}
             // Chinese script or punctuation between words ends a run ("、" in a list of names).
             (None, _) if !c.is_ascii() => unquoted.push_str(" | "),
+            (None, '(' | ')' | '[' | ']') => unquoted.push_str(" | "),
             (None, _) => unquoted.push(c),
         }
     }
@@ -114,7 +159,7 @@ fn english_sentences(text: &str) -> Vec<String> {
             .iter()
             .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
             .count();
-        if run.len() >= 3 && lower >= 2 {
+        if lower >= 2 {
             out.push(run.join(" "));
         }
         run.clear();
@@ -160,6 +205,11 @@ fn the_sentence_rule_finds_english_and_passes_names() {
         english_sentences("原因：running out shows as: stutter"),
         ["running out shows as"]
     );
+    assert_eq!(
+        english_sentences("GPU 0: DEMO RTX 4090 (synthetic data)"),
+        ["synthetic data"]
+    );
+    assert!(english_sentences("GPU 0：RTX 4090（演示，合成数据）").is_empty());
 }
 
 /// What the walk saw: each label and value with the step it was first seen at, and the ids of
@@ -180,16 +230,22 @@ fn look(h: &mut Harness<'static, VramDoctorApp>, step: &str, seen: &mut Seen) {
     for n in h.query_all(by().predicate(|_| true)) {
         let node = n.accesskit_node();
         let typed = matches!(node.role(), Role::TextInput | Role::MultilineTextInput);
-        // A row of a multi-line text (the export preview) is read with that text, left out.
-        let row_of_many = node.role() == Role::TextRun
-            && node
-                .parent()
-                .and_then(|p| p.value())
-                .is_some_and(|v| v.contains('\n'));
-        if row_of_many {
+        // The rows of a wrapped text are read joined, with the text they belong to (a row alone
+        // may cut a quote in two); those of a multi-line text (the export preview) and of what
+        // the user typed (the pasted message) are left out with it.
+        if node.role() == Role::TextRun {
             continue;
         }
-        let texts = [node.label(), (!typed).then(|| node.value()).flatten()];
+        let rows: String = node
+            .children()
+            .filter(|c| c.role() == Role::TextRun)
+            .filter_map(|c| c.value())
+            .collect();
+        let texts = [
+            node.label(),
+            (!typed).then(|| node.value()).flatten(),
+            (!typed && !rows.is_empty()).then_some(rows),
+        ];
         for t in texts.into_iter().flatten().filter(|t| !t.contains('\n')) {
             shown.entry(t).or_insert_with(|| step.to_string());
         }
@@ -232,6 +288,14 @@ fn the_chinese_walk_finds_no_english_sentence() {
         look(&mut h, kind, &mut seen);
     }
     let dir = tempfile::tempdir().unwrap();
+    for (name, from) in MODEL_FILES {
+        std::fs::copy(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(from),
+            dir.path().join(name),
+        )
+        .unwrap();
+    }
+    gguf_of_unknown_type(&dir.path().join("odd-type.gguf"));
     for (i, (what, toml)) in WORKLOADS.iter().enumerate() {
         let path = dir.path().join(format!("w{i}.toml"));
         std::fs::write(&path, toml).unwrap();
@@ -251,15 +315,21 @@ fn the_chinese_walk_finds_no_english_sentence() {
         i18n::tr_in(Lang::SimplifiedChinese, "Models the workflow loads:"),
     );
     look(&mut h, "ComfyUI workflow opened", &mut seen);
+    open_workflow_with_changes(&mut h);
+    look(&mut h, "ComfyUI workflow with changes opened", &mut seen);
     click(&mut h, "Monitor");
     click(&mut h, "Show demo data");
     wait_for(&mut h, "GPU 0");
     h.run();
     look(&mut h, "monitor with demo data", &mut seen);
     click(&mut h, "Doctor");
+    h.get_by_role(Role::MultilineTextInput).click();
+    h.run();
     h.get_by_role(Role::MultilineTextInput).type_text(OOM);
     h.run();
     click(&mut h, "Read message");
+    let recognised = i18n::tr_in(Lang::SimplifiedChinese, "Recognised: {names}");
+    wait_for(&mut h, recognised.split('{').next().unwrap());
     look(&mut h, "doctor after a pasted OOM", &mut seen);
     click(&mut h, "Catalog");
     for shelf in ["Models", "Games", "GPUs"] {
@@ -276,6 +346,18 @@ fn the_chinese_walk_finds_no_english_sentence() {
         "the walk's workloads show warnings: {:?}",
         seen.warnings
     );
+    // The importers' notes on the model files opened (hf_quant, hf_config, gguf_model).
+    for id in [
+        "import.quant.unmatched_skip.more",
+        "import.config.vision_tower",
+        "import.gguf.main_type",
+    ] {
+        assert!(
+            seen.warnings.contains(id),
+            "{id} shown: {:?}",
+            seen.warnings
+        );
+    }
     eprintln!(
         "the walk read {} texts; the plans shown warned {:?}",
         seen.shown.len(),
@@ -284,6 +366,22 @@ fn the_chinese_walk_finds_no_english_sentence() {
     for (what, text) in glossary_zh() {
         seen.shown.entry(text).or_insert(what);
     }
+    no_english(&seen);
+}
+
+/// Opens [`WORKFLOW_WITH_CHANGES`] on the card being planned for (an 8 GB one) and waits for its
+/// changes to show.
+fn open_workflow_with_changes(h: &mut Harness<'static, VramDoctorApp>) {
+    h.state_mut()
+        .open_file(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(WORKFLOW_WITH_CHANGES));
+    h.run();
+    let heading = "Changes to the workflow that make it fit:";
+    let shown = i18n::tr_in(h.state().state.lang, heading).to_string();
+    wait_for(h, &shown);
+}
+
+/// Fails naming each English sentence seen, and where.
+fn no_english(seen: &Seen) {
     let english: Vec<String> = seen
         .shown
         .iter()
@@ -300,4 +398,55 @@ fn the_chinese_walk_finds_no_english_sentence() {
         english.len(),
         english.join("\n")
     );
+}
+
+/// Chinese picked with a plan, a workflow's lines and the status line, the doctor's reading of a
+/// message and the monitor's demo already shown in English: each is said again in Chinese, not
+/// only what is planned or read after the switch.
+#[test]
+fn switching_to_chinese_says_what_is_shown_again() {
+    let mut h = common_app::app_with(
+        Harness::builder().with_size([1400.0, 1000.0]),
+        Some(Tab::Planner),
+        Lang::English,
+        None,
+    );
+    h.run();
+    h.state_mut().state.planner.workload.gpu = vram_doctor::types::workload::GpuSection {
+        preset: Some("rtx-4060".into()),
+        ..Default::default()
+    };
+    h.run();
+    open_workflow_with_changes(&mut h);
+    let mut seen = Seen::default();
+    look(&mut h, "in English, before the switch", &mut seen);
+    assert!(
+        seen.shown.keys().any(|t| !english_sentences(t).is_empty()),
+        "the English app shows sentences (the walk can tell)"
+    );
+    let en = |h: &mut Harness<'static, VramDoctorApp>, label: &str| {
+        h.get_by_label(label).click();
+        h.run();
+    };
+    en(&mut h, "Doctor");
+    h.get_by_role(Role::MultilineTextInput).click();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
+    h.run();
+    en(&mut h, "Read message");
+    wait_for(&mut h, "Recognised: ");
+    en(&mut h, "Monitor");
+    en(&mut h, "Show demo data");
+    wait_for(&mut h, "GPU 0");
+    h.get_by_label(Lang::SimplifiedChinese.endonym()).click();
+    h.run();
+    h.run();
+    assert_eq!(h.state().state.lang, Lang::SimplifiedChinese);
+    let mut seen = Seen::default();
+    look(&mut h, "monitor after switching to Chinese", &mut seen);
+    click(&mut h, "Doctor");
+    look(&mut h, "doctor after switching to Chinese", &mut seen);
+    click(&mut h, "Planner");
+    look(&mut h, "planner after switching to Chinese", &mut seen);
+    no_english(&seen);
 }

@@ -7,6 +7,7 @@ use super::reader::{is_plain_file_name, read_small_text, shown};
 use super::safetensors;
 use crate::import::ImportError;
 use crate::memory::diffusion::{DiffusionCatalog, DiffusionModel};
+use crate::types::message::Message;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -50,7 +51,7 @@ pub struct PipelineComponent {
     pub weight_bytes: Option<u64>,
     pub bytes_by_dtype: BTreeMap<String, u64>,
     pub files: Vec<PathBuf>,
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
 }
 
 /// A pipeline: its class and components.
@@ -200,7 +201,8 @@ pub fn parse_index(text: &str, origin: &str, name: &str) -> Result<DiffusersPipe
 fn fill_component(dir: &Path, c: &mut PipelineComponent) -> Result<(), ImportError> {
     let sub = dir.join(&c.name);
     if !sub.is_dir() {
-        c.notes.push(format!("folder {} is missing", c.name));
+        c.notes
+            .push(Message::new("import.diffusers.folder_missing").text("folder", &c.name));
         return Ok(());
     }
     let config = sub.join("config.json");

@@ -15,6 +15,7 @@ use crate::import::ImportError;
 use crate::memory::weights::weight_bytes;
 use crate::types::arch::{Mla, Mlp, ModelArch, Moe};
 use crate::types::dtype::{GgufFileType, WEIGHT_NAMES, WeightFormat};
+use crate::types::message::Message;
 use crate::types::options::Engine;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -420,17 +421,19 @@ fn format_from_tensors(
     h: &GgufHeader,
     arch: &ModelArch,
     declared: Option<&str>,
-) -> (WeightFormat, String) {
+) -> (WeightFormat, Message) {
     let total = h.tensor_bytes();
     let by_type = h.bytes_by_type();
     let main = by_type
         .iter()
         .max_by_key(|(_, b)| **b)
         .map_or("none", |(t, _)| t.as_str());
-    let why = match declared {
-        Some(n) => format!("file type {n} is not one the engine models by name"),
-        None => "general.file_type is missing".to_string(),
+    // The note opens with why the file type gave no format: one it names, or none.
+    let note = |id_named: &'static str, id_none: &'static str| match declared {
+        Some(n) => Message::new(id_named).text("file_type", n),
+        None => Message::new(id_none),
     };
+    let gib = total as f64 / f64::from(1u32 << 30);
     let named = match main {
         "Q4_K" => "Q4_K_M",
         "Q5_K" => "Q5_K_M",
@@ -440,10 +443,13 @@ fn format_from_tensors(
     if let Some(f) = weight_format(named) {
         return (
             f,
-            format!(
-                "{why}; most of its bytes are {main} tensors, so it is planned as {f} with the exact size of its tensors ({:.2} GiB)",
-                total as f64 / f64::from(1u32 << 30)
-            ),
+            note(
+                "import.gguf.main_type",
+                "import.gguf.main_type.no_file_type",
+            )
+            .text("main", main)
+            .text("format", f.to_string())
+            .fixed("gib", gib, 2),
         );
     }
     let size = |f: WeightFormat| {
@@ -462,11 +468,10 @@ fn format_from_tensors(
         .unwrap_or(WeightFormat::Gguf(GgufFileType::Q8_0));
     (
         nearest,
-        format!(
-            "{why} and its main tensor type {} has no engine format; it is planned with the exact size of its tensors ({:.2} GiB), labelled {nearest} (the modelled type nearest that size)",
-            shown(main),
-            total as f64 / f64::from(1u32 << 30)
-        ),
+        note("import.gguf.nearest", "import.gguf.nearest.no_file_type")
+            .text("main", shown(main))
+            .text("format", nearest.to_string())
+            .fixed("gib", gib, 2),
     )
 }
 

@@ -14,6 +14,7 @@ use super::{ImportedModel, SourceFormat};
 use crate::import::ImportError;
 use crate::types::arch::{BlockCache, CacheLayout, Mla, Mlp, ModelArch, Moe};
 use crate::types::dtype::WeightFormat;
+use crate::types::message::Message;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -422,11 +423,11 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         .map_err(|feature| format!("{origin}: {feature} is not modelled by this program, so its memory cannot be planned (exit rather than a wrong figure)"))?;
     let mut layout = layout(&cfg, conv, &text_type)?;
     if let Some(ssm) = layout.ssm {
-        notes.push(format!(
-            "state-space (Mamba) blocks: a fixed state of {} elements per sequence in each instead of a KV cache; their activations are planned as a block of width {}",
-            ssm.state_elements(),
-            ssm.inner()
-        ));
+        notes.push(
+            Message::new("import.config.state_space")
+                .int("state", ssm.state_elements())
+                .int("width", ssm.inner()),
+        );
     }
     if let Some(w) = wrapper.filter(|_| nested) {
         layout.tied = w.tied(&root, layout.tied);
@@ -438,7 +439,7 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
                 defaults: &BTreeMap::new(),
                 origin,
             };
-            notes.push("the vision tower and projector are counted in the weights; the activations of the image tokens are not planned: count each image's tokens in the context".into());
+            notes.push(Message::new("import.config.vision_tower"));
             hf_vision::params(w, &top, vc, layout.hidden)?
         }
         _ => 0,
@@ -452,7 +453,7 @@ pub fn parse(text: &str, origin: &str, fallback_name: &str) -> Result<ImportedMo
         .saturating_add(vision_params)
         .saturating_add(encoder_params);
     if cfg.u32(&["num_nextn_predict_layers"])?.unwrap_or(0) > 0 {
-        notes.push("the multi-token-prediction layers (num_nextn_predict_layers) are not counted: inference engines skip them by default".into());
+        notes.push(Message::new("import.config.mtp_layers"));
     }
     let mut arch = to_arch(&layout, count, &cfg, conv)?;
     arch.model_type = Some(text_type.clone());
@@ -505,7 +506,7 @@ fn encoder(
     cfg: &Cfg,
     conv: &Convention,
     layout: &mut Layout,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Message>,
 ) -> Result<u64, ImportError> {
     let h = u64::from(layout.hidden);
     let types = if conv.token_types {
@@ -529,7 +530,7 @@ fn encoder(
             ).into());
         }
         None => {
-            notes.push("the config names no architecture: counted as its masked-LM model".into());
+            notes.push(Message::new("import.config.no_architecture"));
             None
         }
     };
@@ -548,7 +549,7 @@ fn encoder(
         }
     };
     layout.blocks = Some(vec![BlockCache::None; layout.layers as usize]);
-    notes.push("an encoder: no KV cache; memory is the weights and the activations of a batch of sequences up to max_position_embeddings, so the generation figures do not apply".into());
+    notes.push(Message::new("import.config.encoder"));
     Ok((types * h).saturating_add(head))
 }
 

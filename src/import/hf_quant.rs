@@ -34,6 +34,7 @@
 use super::hf_count::{self, Layout, Lin};
 use crate::import::ImportError;
 use crate::types::dtype::WeightFormat;
+use crate::types::message::Message;
 use regex::Regex;
 use serde_json::Value;
 
@@ -44,7 +45,7 @@ pub(super) struct Stored {
     /// Bytes of every weight tensor; `None` where the format's own formula applies (gpt-oss
     /// MXFP4, which `memory::weights` models).
     pub bytes: Option<u64>,
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
 }
 
 /// How scales are laid over one `[out, in]` matrix.
@@ -575,14 +576,11 @@ pub(super) fn read(
         .collect();
     if !unmatched.is_empty() {
         let shown: Vec<&str> = unmatched.iter().take(5).map(String::as_str).collect();
-        let more = match unmatched.len() {
-            n if n > 5 => format!(" and {} more", n - 5),
-            _ => String::new(),
+        let note = match unmatched.len() - shown.len() {
+            0 => Message::new("import.quant.unmatched_skip"),
+            more => Message::new("import.quant.unmatched_skip.more").int("more", more as u64),
         };
-        notes.push(format!(
-            "quantization_config names {}{more} among the modules kept unquantized, which match no module this program counts: if they are part of this model, those parts are planned as quantized",
-            shown.join(", ")
-        ));
+        notes.push(note.text("modules", shown.join(", ")));
     }
     Ok(Stored {
         format,
@@ -634,7 +632,7 @@ fn default_head(mut list: Vec<Pattern>, given: Option<&Value>) -> Vec<Pattern> {
 fn compressed_tensors(
     q: &Value,
     dtype_bytes: f64,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Message>,
 ) -> Result<Vec<Scheme>, ImportError> {
     let unsupported = |what: String| {
         Err(ImportError::Malformed(format!(
@@ -649,7 +647,7 @@ fn compressed_tensors(
         }
     }
     if q.get("kv_cache_scheme").is_some_and(|v| !v.is_null()) {
-        notes.push("the config declares a quantized KV cache (kv_cache_scheme); the plan's KV cache type is run.kv_cache (--kv-cache)".into());
+        notes.push(Message::new("import.quant.kv_cache_scheme"));
     }
     let global_format = q.get("format").and_then(Value::as_str);
     let Some(groups) = q.get("config_groups").and_then(Value::as_object) else {
@@ -847,7 +845,7 @@ fn stored_bytes(
     schemes: &mut [Scheme],
     skip: &mut [Pattern],
     how: Match,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Message>,
 ) -> Result<(u64, WeightFormat), ImportError> {
     let l = m.layout;
     let patterns = skip.len() + schemes.iter().map(|s| s.named.len()).sum::<usize>();
@@ -912,7 +910,7 @@ fn stored_bytes(
             let v = m.vision as f64;
             tally[i].0 += v * schemes[i].packing.bytes(h, h) / (h * h);
             tally[i].1 += v;
-            notes.push("the vision tower is quantized by this config: planned at the scheme's bytes per weight (its modules are not enumerated one by one)".into());
+            notes.push(Message::new("import.quant.vision_tower"));
         }
     }
     let quantized: f64 = tally.iter().map(|t| t.1).sum();

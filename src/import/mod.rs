@@ -21,6 +21,7 @@ use crate::file_error::FileError;
 use crate::printable::printable;
 use crate::types::arch::ModelArch;
 use crate::types::dtype::WeightFormat;
+use crate::types::message::Message;
 use crate::types::workload::{FileWeights, LoadedModel};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -70,7 +71,7 @@ pub struct ImportedModel {
     /// GGUF-only facts (file type, where llama.cpp places tensors, KV size).
     pub gguf: Option<gguf_model::GgufSummary>,
     /// Things the user should know: parts not counted, mismatches between files.
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
 }
 
 pub use gguf_model::GgufSummary;
@@ -298,7 +299,9 @@ fn with_weights(mut m: ImportedModel, dir: Option<&Path>) -> Result<ImportedMode
     match safetensors::find_in(dir, "model") {
         Ok(Some(weights)) => m.apply_weights(weights),
         Ok(None) => {}
-        Err(e) => m.notes.push(format!("weights not counted: {e}")),
+        Err(e) => m
+            .notes
+            .push(Message::new("import.weights_not_counted").text("error", e.to_string())),
     }
     Ok(m)
 }
@@ -317,9 +320,11 @@ impl ImportedModel {
             if let Some(shape) = self.params_by_shape
                 && shape != counted
             {
-                self.notes.push(format!(
-                    "the weight files hold {counted} parameters, the config's shapes give {shape}; using the files' count"
-                ));
+                self.notes.push(
+                    Message::new("import.params_differ")
+                        .int("files", counted)
+                        .int("shapes", shape),
+                );
             }
             self.arch.params = counted as f64;
         }

@@ -8,6 +8,7 @@
 
 use super::reader::{HeaderReader, is_plain_file_name, read_small_text, shown};
 use crate::import::ImportError;
+use crate::types::message::Message;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -312,7 +313,7 @@ pub struct WeightSummary {
     pub tensors: Vec<TensorEntry>,
     pub total_bytes: u64,
     pub bytes_by_dtype: BTreeMap<String, u64>,
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
 }
 
 impl WeightSummary {
@@ -460,9 +461,11 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, ImportError> {
         s.tensors.iter().map(|t| t.name.as_str()).collect();
     let missing = map.keys().filter(|k| !present.contains(k.as_str())).count();
     if missing > 0 {
-        s.notes.push(format!(
-            "{missing} tensors listed in {origin} are in none of its shards"
-        ));
+        s.notes.push(
+            Message::new("import.safetensors.missing_tensors")
+                .int("missing", missing as u64)
+                .text("index", origin.to_string()),
+        );
     }
     if let Some(total) = index
         .metadata
@@ -470,10 +473,12 @@ pub fn read_index(path: &Path) -> Result<WeightSummary, ImportError> {
         .and_then(|t| t.as_u64())
         && total != s.total_bytes
     {
-        s.notes.push(format!(
-            "{origin} says total_size {total} but the shards hold {} bytes",
-            s.total_bytes
-        ));
+        s.notes.push(
+            Message::new("import.safetensors.total_size")
+                .text("index", origin.to_string())
+                .int("total", total)
+                .int("held", s.total_bytes),
+        );
     }
     Ok(s)
 }

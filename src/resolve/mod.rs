@@ -140,12 +140,7 @@ impl WorkloadFile {
         let loaded = self.model.resolve(base, loader)?;
         let declared = loaded.format.or(loaded.weights.map(|f| f.format));
         let run = self.run.resolve_with(&loaded.arch, declared)?;
-        // The importers' cautions are English text for now (`LoadedModel::notes`).
-        let mut model_notes: Vec<Message> = loaded
-            .notes
-            .into_iter()
-            .map(Message::english_text)
-            .collect();
+        let mut model_notes = loaded.notes;
         let mut file_weights = loaded.weights;
         if file_weights.is_none()
             && let Some((w, note)) = self.model.published_weights(&loaded.arch, run.weights)

@@ -16,6 +16,7 @@ use super::sample::{
     SourceState, ThrottleReason, now_ms,
 };
 use super::source::Source;
+use crate::types::message::Message;
 
 const MIB: u64 = 1024 * 1024;
 /// An RTX 4090's framebuffer as NVML reports it (24564 MiB, `monitor.md` §3.3) and a typical
@@ -56,10 +57,27 @@ pub enum DemoStory {
     Game { steady_bytes: u64, peak_bytes: u64 },
 }
 
+/// The message that names the demo's card: the card's own name inside words that say the data
+/// is made up, so nobody takes it for a reading. Samples carry its English text (the JSON and the
+/// command line show it); the GUI says it in its language through [`card_in`].
+const GPU_LABEL: &str = "telemetry.demo.gpu";
+
+/// The name the demo gives its card ("DEMO NVIDIA GeForce RTX 4090 (synthetic data)").
+pub fn gpu_label(card: &str) -> Message {
+    Message::new(GPU_LABEL).text("card", card)
+}
+
+/// The card's own name inside a name [`gpu_label`] made, `None` for any other name.
+pub fn card_in(name: &str) -> Option<&str> {
+    let label = Message::new(GPU_LABEL);
+    let (before, after) = label.english_template().split_once("{card}")?;
+    name.strip_prefix(before)?.strip_suffix(after)
+}
+
 /// The card and the workload the demo plays.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DemoWorkload {
-    /// The card's name; the demo reports "DEMO {name} (synthetic data)".
+    /// The card's name; the demo reports it inside [`gpu_label`] ("DEMO {name} (synthetic data)").
     pub gpu_name: String,
     pub total_bytes: u64,
     /// The board power limit, when known (`None`: the demo reports no power, as a card whose
@@ -322,7 +340,7 @@ impl DemoSource {
         GpuSample {
             index: 0,
             uuid: Some(format!("DEMO-{:08x}", self.seed as u32)),
-            name: format!("DEMO {} (synthetic data)", w.gpu_name),
+            name: gpu_label(&w.gpu_name).to_string(),
             host: None,
             source: None,
             status: GpuStatus::Ok,
@@ -418,6 +436,12 @@ mod tests {
                 assert_eq!(s.source, SourceKind::Demo);
                 let g = &s.gpus[0];
                 assert_eq!(g.name, format!("DEMO {} (synthetic data)", w.gpu_name));
+                assert_eq!(card_in(&g.name), Some(w.gpu_name.as_str()));
+                assert_eq!(
+                    card_in(&w.gpu_name),
+                    None,
+                    "a real card's name is no demo's"
+                );
                 let m = g.memory.unwrap();
                 assert_eq!(m.total, w.total_bytes);
                 assert!(m.unavailable() <= m.total, "tick {tick}: {m:?}");

@@ -26,7 +26,8 @@ pub enum Arg {
     /// A fixed English label from the UI's table (a setting, a value such as "ultra"): the GUI
     /// translates it like any label.
     Term(String),
-    /// Labels like [`Arg::Term`], said one after another with this separator ("a + b").
+    /// Labels like [`Arg::Term`], said one after another with this separator ("a + b"), which
+    /// is itself a label (" and " reads "和" in Chinese).
     Terms(Vec<String>, &'static str),
     /// A breakdown part's label mid-sentence: lower-cased in English ("model weights"),
     /// translated from the label itself elsewhere.
@@ -44,7 +45,11 @@ impl Arg {
             Arg::Fixed(v, decimals) => format!("{v:.decimals$}"),
             Arg::Int(n) => n.to_string(),
             Arg::Term(t) => term(t),
-            Arg::Terms(ts, sep) => ts.iter().map(|t| term(t)).collect::<Vec<_>>().join(sep),
+            Arg::Terms(ts, sep) => ts
+                .iter()
+                .map(|t| term(t))
+                .collect::<Vec<_>>()
+                .join(&term(sep)),
             Arg::Part(p) => term(p),
             Arg::Text(s) => s.clone(),
         }
@@ -267,9 +272,10 @@ mod tests {
         let term = |t: &str| format!("<{t}>");
         assert_eq!(Arg::Fixed(1.8123, 1).render(term), "1.8");
         assert_eq!(Arg::Term("ultra".into()).render(term), "<ultra>");
+        // The separator is a label too (" and " is "和" in Chinese).
         assert_eq!(
-            Arg::Terms(vec!["a".into(), "b".into()], " + ").render(term),
-            "<a> + <b>"
+            Arg::Terms(vec!["a".into(), "b".into()], " and ").render(term),
+            "<a>< and ><b>"
         );
         assert_eq!(Arg::Part("Model weights".into()).english(), "model weights");
         assert_eq!(Arg::Text("a b".into()).render(term), "a b");

@@ -493,7 +493,7 @@ pub struct LoadedModel {
     /// safetensors dtypes, the GGUF file type), also when their bytes were not read.
     pub format: Option<WeightFormat>,
     /// Parts of the model the importer did not count, and similar cautions.
-    pub notes: Vec<String>,
+    pub notes: Vec<crate::types::message::Message>,
 }
 
 #[cfg(test)]

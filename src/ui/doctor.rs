@@ -6,6 +6,7 @@ use crate::doctor::diagnosis::{causes_for, diagnose, evidence_line};
 use crate::doctor::knowledge::Cost;
 use crate::doctor::{Context, Diagnosis, Knowledge, View, WizardState, reading};
 use crate::ui::i18n::{lang, tr, trf};
+use crate::ui::widgets::Said;
 use crate::watch::Outcome;
 use egui::{RichText, Ui};
 use serde::{Deserialize, Serialize};
@@ -23,9 +24,9 @@ pub struct DoctorView {
     pub message: String,
     /// Where the wizard stands; `None` before it starts.
     pub wizard: Option<WizardState>,
-    /// What reading the message found, in words.
+    /// What reading the message found, in words of the language shown.
     #[serde(skip)]
-    note: Option<String>,
+    note: Option<Said>,
     /// Workload fields of the fix whose "Open in planner" was clicked, for the app to hand to
     /// the planner (`WorkloadFile::with_fields`); taken by the app in the same frame.
     #[serde(skip)]
@@ -70,7 +71,7 @@ impl DoctorView {
                 }
             });
             if let Some(n) = &self.note {
-                ui.label(n);
+                ui.label(n.now());
             }
         });
         egui::CentralPanel::default().show(ui, |ui| {
@@ -91,29 +92,32 @@ impl DoctorView {
         match outcome.diagnose(kb, code()) {
             Ok((state, _)) => {
                 self.wizard = Some(state);
-                self.note = Some(trf(
-                    "From the watched run of {command} (exit code {code}): its failure and its memory over time.",
-                    &[
-                        ("command", &crate::printable::printable(&outcome.command)),
-                        ("code", &outcome.exit.code),
-                    ],
-                ));
+                let command = crate::printable::printable(&outcome.command).to_string();
+                let exit = outcome.exit.code;
+                self.note = Some(Said::new(move || {
+                    trf(
+                        "From the watched run of {command} (exit code {code}): its failure and its memory over time.",
+                        &[("command", &command), ("code", &exit)],
+                    )
+                }));
             }
-            Err(e) => self.note = Some(e),
+            Err(e) => self.note = Some(e.into()),
         }
     }
 
     /// What reading the message found (or why it could not start), as shown under the buttons.
-    pub fn note(&self) -> Option<&str> {
-        self.note.as_deref()
+    pub fn note(&self) -> Option<String> {
+        self.note.as_ref().map(Said::now)
     }
 
     /// Says why the planner could not take a fix's fields, in the tab where it was clicked.
     pub fn planner_refused(&mut self, why: String) {
-        self.note = Some(trf(
-            "Cannot open this fix in the planner: {why}",
-            &[("why", &why)],
-        ));
+        self.note = Some(Said::new(move || {
+            trf(
+                "Cannot open this fix in the planner: {why}",
+                &[("why", &why)],
+            )
+        }));
     }
 
     /// Starts the wizard at its root, with what the message shows when `read` is set.
@@ -123,7 +127,7 @@ impl DoctorView {
             match reading::read(text, kb, self.context.live.as_ref()) {
                 Ok(r) => Some(r),
                 Err(e) => {
-                    self.note = Some(e.to_string());
+                    self.note = Some(e.to_string().into());
                     return;
                 }
             }
@@ -132,25 +136,30 @@ impl DoctorView {
         };
         self.note = Some(match &reading {
             Some(r) if r.recognised() => {
-                let names: Vec<&str> = r
-                    .signatures
-                    .iter()
-                    .map(|id| {
-                        kb.signatures
-                            .iter()
-                            .find(|s| &s.id == id)
-                            .map_or(id.as_str(), |s| s.label.get(code()))
-                    })
-                    .collect();
-                trf("Recognised: {names}", &[("names", &names.join("; "))])
+                let ids = r.signatures.clone();
+                Said::new(move || {
+                    let kb = Knowledge::get();
+                    let names: Vec<&str> = ids
+                        .iter()
+                        .map(|id| {
+                            kb.signatures
+                                .iter()
+                                .find(|s| &s.id == id)
+                                .map_or(id.as_str(), |s| s.label.get(code()))
+                        })
+                        .collect();
+                    trf("Recognised: {names}", &[("names", &names.join("; "))])
+                })
             }
-            Some(_) => tr("No known GPU error in this text; answer the questions instead.").into(),
-            None => tr("Answer the questions below.").into(),
+            Some(_) => Said::new(|| {
+                tr("No known GPU error in this text; answer the questions instead.").into()
+            }),
+            None => Said::new(|| tr("Answer the questions below.").into()),
         });
         let observations = self.context.observations(reading.as_ref());
         match WizardState::start(kb, &kb.root, observations) {
             Ok(w) => self.wizard = Some(w),
-            Err(e) => self.note = Some(e.to_string()),
+            Err(e) => self.note = Some(e.to_string().into()),
         }
     }
 

@@ -8,7 +8,38 @@ use egui::{ComboBox, Response, Slider, Ui};
 use std::fmt::Display;
 
 /// Outcome of an open or save: a message, or what went wrong.
-pub type Status = Option<Result<String, String>>;
+pub type Status = Option<Result<Said, Said>>;
+
+/// A line kept on screen after the event that made it (a status line), said again at each
+/// frame in the language shown then, so a language switch re-says it too: built by a closure
+/// that calls `tr`/`trf`, or a text that reads the same in every language (a domain layer's
+/// error, in English).
+#[derive(Clone)]
+pub struct Said(std::sync::Arc<dyn Fn() -> String + Send + Sync>);
+
+impl Said {
+    /// A line `say` says, in the language current when it is shown.
+    pub fn new(say: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        Said(std::sync::Arc::new(say))
+    }
+
+    /// The line now, in the current language.
+    pub fn now(&self) -> String {
+        (self.0)()
+    }
+}
+
+impl From<String> for Said {
+    fn from(text: String) -> Self {
+        Said::new(move || text.clone())
+    }
+}
+
+impl std::fmt::Debug for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Said({:?})", self.now())
+    }
+}
 
 /// `response` with the glossary's explanation of the control labelled `label` (shown text) as
 /// its tooltip, when the glossary has one (tests/ui_glossary.rs requires one for every control).
@@ -35,10 +66,10 @@ fn choice_tooltip(label: &str, current: &str) -> Option<String> {
 pub fn status_ui(ui: &mut Ui, status: &Status) {
     match status {
         Some(Ok(m)) => {
-            ui.label(m);
+            ui.label(m.now());
         }
         Some(Err(m)) => {
-            ui.colored_label(ui.visuals().error_fg_color, m);
+            ui.colored_label(ui.visuals().error_fg_color, m.now());
         }
         None => {}
     }

@@ -19,6 +19,7 @@ use crate::memory::diffusion::DiffusionWorkload;
 use crate::memory::diffusion::residency::place;
 use crate::plan::diffusion::{Strategy, run_seconds};
 use crate::plan::verdict::diffusion_need_bytes;
+use crate::types::message::{Arg, Message};
 use serde::Serialize;
 
 /// One change to make to the workflow (or to ComfyUI's launch).
@@ -30,8 +31,8 @@ pub struct WorkflowChange {
     pub node: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class_type: Option<String>,
-    /// What to do, one line naming the node.
-    pub change: String,
+    /// What to do, one line naming the node (serialised as its English text).
+    pub change: Message,
     /// The memory this change saves (`saved`) against the plan's other changes alone (the
     /// workflow as it is for a plan of one change).
     pub saves_bytes: u64,
@@ -79,15 +80,23 @@ fn renamed(file: &str, to: &str, ext: Option<&str>) -> String {
 struct Target {
     node: Option<String>,
     class_type: Option<String>,
-    change: String,
+    change: Message,
 }
 
-fn at(w: &Workflow, id: &str, change: String) -> Target {
+/// A change made at node `id`; `change` names it with its class (`{class}`) and id (`{id}`),
+/// as [`node`] adds them.
+fn at(w: &Workflow, id: &str, change: Message) -> Target {
     Target {
         node: Some(id.to_string()),
         class_type: w.node(id).map(|n| n.class_type.clone()),
         change,
     }
+}
+
+/// `m` naming node `id` of `w`: its class (`{class}`, "?" when the workflow lacks it) and id.
+fn node(m: Message, w: &Workflow, id: &str) -> Message {
+    m.text("class", w.node(id).map_or("?", |n| n.class_type.as_str()))
+        .text("id", id)
 }
 
 /// The loader's model file, or an empty name.
@@ -101,31 +110,19 @@ fn model_file(w: &Workflow, pass: &Pass) -> String {
 fn word(w: &Workflow, pass: &Pass, s: Strategy, tile: u32) -> Target {
     let loader = w.node(&pass.loader_node);
     let loader_role = loader.and_then(super::graph::role);
-    let shown = |id: &str| {
-        format!(
-            "{} (node {id})",
-            w.node(id).map_or("?", |n| n.class_type.as_str())
-        )
-    };
+    let said = |id: &'static str, at_node: &str| node(Message::new(id), w, at_node);
     match s {
         Strategy::TiledVae => match &pass.decode_node {
-            Some(d) => at(
-                w,
-                d,
-                format!("replace {} with VAEDecodeTiled, tile_size {tile}", shown(d)),
-            ),
-            None => launch(s.label().to_string()),
+            Some(d) => at(w, d, said("workflow.change.tiled_vae", d).int("tile", tile)),
+            None => launch(s),
         },
         Strategy::Fp8Weights => {
             let l = &pass.loader_node;
             let change = if loader_role == Some(Role::Unet) {
-                format!("set weight_dtype to fp8_e4m3fn in {}", shown(l))
+                said("workflow.change.fp8_unet", l)
             } else {
-                format!(
-                    "load the model in fp8: an fp8 checkpoint ({}) in {}, or the model alone with UNETLoader, weight_dtype fp8_e4m3fn",
-                    renamed(&model_file(w, pass), "fp8", None),
-                    shown(l)
-                )
+                said("workflow.change.fp8_checkpoint", l)
+                    .text("file", renamed(&model_file(w, pass), "fp8", None))
             };
             at(w, l, change)
         }
@@ -136,19 +133,18 @@ fn word(w: &Workflow, pass: &Pass, s: Strategy, tile: u32) -> Target {
                 "Q4_K_S"
             };
             let l = &pass.loader_node;
-            let also = if loader_role == Some(Role::Checkpoint) {
-                " (the checkpoint's CLIP and VAE then come from their own loaders)"
+            // A checkpoint's CLIP and VAE then come from their own loaders.
+            let id = if loader_role == Some(Role::Checkpoint) {
+                "workflow.change.gguf.checkpoint"
             } else {
-                ""
+                "workflow.change.gguf"
             };
             at(
                 w,
                 l,
-                format!(
-                    "swap {} for UnetLoaderGGUF (ComfyUI-GGUF) with the {q} file {}{also}",
-                    shown(l),
-                    renamed(&model_file(w, pass), q, Some(".gguf"))
-                ),
+                said(id, l)
+                    .text("quant", q)
+                    .text("file", renamed(&model_file(w, pass), q, Some(".gguf"))),
             )
         }
         Strategy::Fp8TextEncoders => text_encoder_change(w, pass),
@@ -157,32 +153,35 @@ fn word(w: &Workflow, pass: &Pass, s: Strategy, tile: u32) -> Target {
             .iter()
             .find(|id| w.node(id).and_then(super::graph::role) == Some(Role::Clip))
         {
-            Some(c) => at(w, c, format!("set device to cpu in {}", shown(c))),
+            Some(c) => at(w, c, said("workflow.change.encoders_cpu", c)),
             None => at(
                 w,
                 &pass.loader_node,
-                format!(
-                    "load the text encoders with a CLIP loader set to device cpu instead of {}'s",
-                    shown(&pass.loader_node)
-                ),
+                said("workflow.change.encoders_cpu.loader", &pass.loader_node),
             ),
         },
         Strategy::BatchOne => at(
             w,
             &pass.latent_node,
-            format!("set batch_size to 1 in {}", shown(&pass.latent_node)),
+            said("workflow.change.batch_one", &pass.latent_node),
         ),
-        Strategy::LowVram => launch("start ComfyUI with --lowvram".into()),
+        Strategy::LowVram => Target {
+            node: None,
+            class_type: None,
+            change: Message::new("workflow.change.lowvram"),
+        },
         // Diffusers-only strategies never apply to a ComfyUI run (`Strategy::applies`).
-        _ => launch(s.label().to_string()),
+        _ => launch(s),
     }
 }
 
-fn launch(change: String) -> Target {
+/// A change no node carries, said by its strategy's label.
+fn launch(s: Strategy) -> Target {
     Target {
         node: None,
         class_type: None,
-        change,
+        change: Message::new("workflow.change.strategy")
+            .with("strategy", Arg::Term(s.label().to_string())),
     }
 }
 
@@ -190,45 +189,36 @@ fn launch(change: String) -> Target {
 /// from their fp8 files, in the CLIP loader that names them or, for a checkpoint's own, from a
 /// separate loader.
 fn text_encoder_change(w: &Workflow, pass: &Pass) -> Target {
-    let big: Vec<&str> = pass
+    let big: Vec<String> = pass
         .workload
         .text_encoders
         .iter()
         .zip(&pass.workload.run.text_encoder_weights)
         .filter(|(t, f)| t.params > 1e9 && !f.is_quantized())
-        .map(|(t, _)| t.id.as_str())
+        .map(|(t, _)| t.id.clone())
         .collect();
+    let encoders = Arg::Terms(big.clone(), " and ");
     for id in &pass.text_encoder_nodes {
         let Some(n) = w.node(id) else { continue };
         if super::graph::role(n) != Some(Role::Clip) {
             continue;
         }
         for (file, _) in super::loader_files(n) {
-            let is_big =
-                files::identify(&file, files::Want::TextEncoder).is_some_and(|p| big.contains(&p));
+            let is_big = files::identify(&file, files::Want::TextEncoder)
+                .is_some_and(|p| big.iter().any(|b| b == p));
             if is_big && !files::format_in_name(&file).is_some_and(|f| f.is_quantized()) {
-                return at(
-                    w,
-                    id,
-                    format!(
-                        "load the {} in fp8: {} instead of {file} in {} (node {id})",
-                        big.join(" and "),
-                        renamed(&file, "fp8_e4m3fn", None),
-                        n.class_type
-                    ),
-                );
+                let change = node(Message::new("workflow.change.fp8_encoders"), w, id)
+                    .with("encoders", encoders)
+                    .text("to", renamed(&file, "fp8_e4m3fn", None))
+                    .text("file", file);
+                return at(w, id, change);
             }
         }
     }
-    at(
-        w,
-        &pass.loader_node,
-        format!(
-            "load the {} in fp8 from a separate CLIP loader (its fp8_e4m3fn file) instead of node {}'s own",
-            big.join(" and "),
-            pass.loader_node
-        ),
-    )
+    let l = &pass.loader_node;
+    let change =
+        node(Message::new("workflow.change.fp8_encoders.loader"), w, l).with("encoders", encoders);
+    at(w, l, change)
 }
 
 /// The memory a change saves, `before` → `after`: the largest drop among the least card that

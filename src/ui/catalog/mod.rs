@@ -10,6 +10,7 @@ mod shelves;
 use crate::catalog::user::{UserGpu, UserModel, UserPresets, UserStore};
 use crate::types::workload::{GpuSection, ModelSection};
 use crate::ui::i18n::{tr, trf};
+use crate::ui::widgets::Said;
 use egui::Ui;
 use form::{Entry, Form, FormEvent, FormKind};
 use serde::{Deserialize, Serialize};
@@ -68,7 +69,7 @@ pub struct CatalogView {
     confirm: Option<(FormKind, String)>,
     /// Outcome of the last save, shown above the list.
     #[serde(skip)]
-    status: Option<Result<String, String>>,
+    status: crate::ui::widgets::Status,
 }
 
 impl CatalogView {
@@ -167,15 +168,7 @@ impl CatalogView {
                 ui.label(notice);
             });
         }
-        match &self.status {
-            Some(Ok(m)) => {
-                ui.label(m);
-            }
-            Some(Err(m)) => {
-                ui.colored_label(ui.visuals().error_fg_color, m);
-            }
-            None => {}
-        }
+        crate::ui::widgets::status_ui(ui, &self.status);
     }
 
     fn form_event(&mut self, event: FormEvent) {
@@ -206,22 +199,29 @@ impl CatalogView {
             form.reject(e);
             return;
         }
-        self.save(next, trf("Saved “{name}”", &[("name", &name.trim())]));
+        let name = name.trim().to_string();
+        self.save(
+            next,
+            Said::new(move || trf("Saved “{name}”", &[("name", &name)])),
+        );
         if matches!(self.status, Some(Ok(_))) {
             self.form = None;
         }
     }
 
     /// Saves the user's presets; the status says where, or why not.
-    fn save(&mut self, next: UserPresets, done: String) {
+    fn save(&mut self, next: UserPresets, done: Said) {
         let store = self.store();
+        let path = store.path.clone();
         let saved = store.save(next).map(|()| {
-            trf(
-                "{done} in {path}",
-                &[("done", &done), ("path", &store.path.display())],
-            )
+            Said::new(move || {
+                trf(
+                    "{done} in {path}",
+                    &[("done", &done.now()), ("path", &path.display())],
+                )
+            })
         });
-        self.status = Some(saved);
+        self.status = Some(saved.map_err(Said::from));
     }
 
     fn confirm_ui(&mut self, ui: &mut Ui) {
@@ -257,7 +257,11 @@ impl CatalogView {
                     FormKind::Gpu => next.remove::<UserGpu>(&id),
                     FormKind::Model => next.remove::<UserModel>(&id),
                 };
-                self.save(next, trf("Deleted “{name}”", &[("name", &name)]));
+                let name = name.clone();
+                self.save(
+                    next,
+                    Said::new(move || trf("Deleted “{name}”", &[("name", &name)])),
+                );
                 self.confirm = None;
                 if self.form.as_ref().and_then(|f| f.editing.as_deref()) == Some(id.as_str()) {
                     self.form = None;

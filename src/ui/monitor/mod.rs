@@ -193,7 +193,7 @@ impl Drop for Feed {
 
 /// A one-line message under the toolbar (what a file action did, or why it failed).
 struct Note {
-    text: String,
+    text: crate::ui::widgets::Said,
     error: bool,
 }
 
@@ -363,7 +363,7 @@ impl MonitorView {
                 } else {
                     ui.visuals().text_color()
                 };
-                ui.colored_label(color, &n.text);
+                ui.colored_label(color, n.text.now());
             }
             ui.separator();
             self.body_ui(ui, predicted_bytes);
@@ -474,7 +474,7 @@ impl MonitorView {
     ) {
         ui.heading(trf(
             "GPU {index}: {name}",
-            &[("index", &g.index), ("name", &g.name)],
+            &[("index", &g.index), ("name", &gpu_name(&g.name))],
         ));
         let history = self.feed.session.history().gpu(&g.key());
         match g.memory {
@@ -500,4 +500,12 @@ impl MonitorView {
             }
         }
     }
+}
+/// A GPU's name as the monitor shows it: the demo's card in words of the language shown
+/// (`telemetry::demo::gpu_label`), any other name as its source reports it.
+pub(super) fn gpu_name(name: &str) -> String {
+    crate::telemetry::demo::card_in(name).map_or_else(
+        || name.to_string(),
+        |card| super::i18n::msg(&crate::telemetry::demo::gpu_label(card)),
+    )
 }

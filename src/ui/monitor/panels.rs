@@ -33,7 +33,8 @@ pub(super) fn alerts_ui(ui: &mut Ui, alerts: &[Alert]) {
         egui::Frame::group(ui.style())
             .stroke(egui::Stroke::new(1.0, color))
             .show(ui, |ui| {
-                ui.colored_label(color, format!("{}: {}", a.gpu_name, msg(&a.message)));
+                let name = super::gpu_name(&a.gpu_name);
+                ui.colored_label(color, format!("{name}: {}", msg(&a.message)));
                 for e in &a.evidence {
                     ui.weak(msg(e));
                 }

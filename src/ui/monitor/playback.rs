@@ -11,6 +11,7 @@ use crate::telemetry::Snapshot;
 use crate::telemetry::replay::ReplaySource;
 use crate::telemetry::source::Source;
 use crate::ui::i18n::{tr, trf};
+use crate::ui::widgets::Said;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::Duration;
@@ -104,11 +105,13 @@ impl MonitorView {
                 self.paused = false;
                 self.reset_view = true;
                 self.note = Some(Note {
-                    text: trf("Reading {path}…", &[("path", &path.display())]),
+                    text: Said::new(move || trf("Reading {path}…", &[("path", &path.display())])),
                     error: false,
                 });
             }
-            Err(e) => self.note_error(trf("Cannot open the recording: {error}", &[("error", &e)])),
+            Err(e) => self.note_error(Said::new(move || {
+                trf("Cannot open the recording: {error}", &[("error", &e)])
+            })),
         }
     }
 
@@ -166,36 +169,37 @@ impl MonitorView {
 
 /// The message shown once the whole recording has been read.
 fn summary(path: &Path, readings: u64, skipped: u64, first_error: Option<&str>) -> Note {
-    let path = path.display();
-    let problem = first_error.unwrap_or_default();
-    if readings == 0 {
-        return Note {
-            text: trf(
+    let path = path.to_path_buf();
+    let problem = first_error.unwrap_or_default().to_string();
+    let (text, error) = if readings == 0 {
+        let text = Said::new(move || {
+            trf(
                 "{path} holds no readings that can be read ({problem}); choose a file written by Record… or vram-doctor monitor --record",
-                &[("path", &path), ("problem", &problem)],
-            ),
-            error: true,
-        };
-    }
-    if skipped > 0 {
-        return Note {
-            text: trf(
+                &[("path", &path.display()), ("problem", &problem)],
+            )
+        });
+        (text, true)
+    } else if skipped > 0 {
+        let text = Said::new(move || {
+            trf(
                 "Opened {path} (readings: {n}; damaged lines skipped: {skipped}, the first: {problem})",
                 &[
-                    ("path", &path),
+                    ("path", &path.display()),
                     ("n", &readings),
                     ("skipped", &skipped),
                     ("problem", &problem),
                 ],
-            ),
-            error: true,
-        };
-    }
-    Note {
-        text: trf(
-            "Opened {path} (readings: {n})",
-            &[("path", &path), ("n", &readings)],
-        ),
-        error: false,
-    }
+            )
+        });
+        (text, true)
+    } else {
+        let text = Said::new(move || {
+            trf(
+                "Opened {path} (readings: {n})",
+                &[("path", &path.display()), ("n", &readings)],
+            )
+        });
+        (text, false)
+    };
+    Note { text, error }
 }

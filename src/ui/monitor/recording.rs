@@ -11,6 +11,7 @@ use super::{MonitorView, Note};
 use crate::telemetry::Snapshot;
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::ui::i18n::{tr, trf};
+use crate::ui::widgets::Said;
 use egui::Ui;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -90,7 +91,9 @@ impl MonitorView {
                 self.feed.wake.recording.store(true, Ordering::Relaxed);
                 self.note = None;
             }
-            Err(e) => self.note_error(trf("Cannot record: {error}", &[("error", &e)])),
+            Err(e) => self.note_error(Said::new(move || {
+                trf("Cannot record: {error}", &[("error", &e)])
+            })),
         }
     }
 
@@ -101,14 +104,16 @@ impl MonitorView {
         };
         self.note = Some(match r.stop() {
             Ok((path, n)) => Note {
-                text: trf(
-                    "Recording saved to {path} (readings: {n})",
-                    &[("n", &n), ("path", &path.display())],
-                ),
+                text: Said::new(move || {
+                    trf(
+                        "Recording saved to {path} (readings: {n})",
+                        &[("n", &n), ("path", &path.display())],
+                    )
+                }),
                 error: false,
             },
             Err(e) => Note {
-                text: trf("Recording stopped: {error}", &[("error", &e)]),
+                text: Said::new(move || trf("Recording stopped: {error}", &[("error", &e)])),
                 error: true,
             },
         });
@@ -129,14 +134,16 @@ impl MonitorView {
                 Some(Err(close)) => format!("{e}; {close}"),
                 _ => e,
             };
-            self.note_error(trf(
-                "Recording stopped: {error} (readings saved before it: {n})",
-                &[("error", &error), ("n", &kept)],
-            ));
+            self.note_error(Said::new(move || {
+                trf(
+                    "Recording stopped: {error} (readings saved before it: {n})",
+                    &[("error", &error), ("n", &kept)],
+                )
+            }));
         }
     }
 
-    pub(super) fn note_error(&mut self, text: String) {
+    pub(super) fn note_error(&mut self, text: Said) {
         self.note = Some(Note { text, error: true });
     }
 }

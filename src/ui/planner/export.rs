@@ -7,7 +7,7 @@ use crate::memory::any::AnyWorkload;
 use crate::plan::PlanResult;
 use crate::ui::files::Dialogs;
 use crate::ui::i18n::{tr, trf};
-use crate::ui::widgets::{Status, explained, status_ui};
+use crate::ui::widgets::{Said, Status, explained, status_ui};
 use egui::{ComboBox, RichText, Ui};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -77,7 +77,7 @@ impl ExportView {
                 let report = export::render(ExportKind::Report, &source.0, &source.1);
                 self.status = match report {
                     Ok(t) => save_export(dialogs, ExportKind::Report, &t),
-                    Err(e) => Some(Err(e)),
+                    Err(e) => Some(Err(e.into())),
                 };
             }
         });
@@ -160,7 +160,7 @@ fn save_export(dialogs: &mut Dialogs, kind: ExportKind, text: &str) -> Status {
     let path = dialogs.0.save(tr("Save the export"), name, &ext)?;
     Some(
         write_atomic(&path, text)
-            .map_err(String::from)
-            .map(|()| trf("Saved {path}", &[("path", &path.display())])),
+            .map_err(|e| String::from(e).into())
+            .map(|()| Said::new(move || trf("Saved {path}", &[("path", &path.display())]))),
     )
 }

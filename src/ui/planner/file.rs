@@ -6,7 +6,7 @@ use crate::atomic_write::write_atomic;
 use crate::memory::{Task, WorkloadFile};
 use crate::types::workload::{GpuSection, ModelSection};
 use crate::ui::i18n::{msg, tr, trf};
-use crate::ui::widgets::status_ui;
+use crate::ui::widgets::{Said, status_ui};
 use egui::Ui;
 use std::path::Path;
 
@@ -67,8 +67,16 @@ impl PlannerView {
             }
         });
         self.replan_workflow();
-        for line in &self.workflow_lines {
-            ui.label(line);
+        match &self.workflow_plan {
+            Some(Ok(wp)) => {
+                for line in workflow_lines(wp) {
+                    ui.label(line);
+                }
+            }
+            Some(Err(e)) => {
+                ui.label(e);
+            }
+            None => {}
         }
         if let Some(p) = &self.path {
             ui.weak(p.display().to_string());
@@ -97,10 +105,13 @@ impl PlannerView {
             Some(e) if WORKLOAD_EXT.contains(&e) => self.open_workload(path.to_path_buf()),
             Some(e) if WORKFLOW_EXT.contains(&e) => self.open_workflow_path(path),
             _ => {
-                self.status = Some(Err(trf(
-                    "{path}: not a file the planner opens (a workload .toml, or a ComfyUI workflow .json or .png)",
-                    &[("path", &path.display())],
-                )))
+                let path = path.to_path_buf();
+                self.status = Some(Err(Said::new(move || {
+                    trf(
+                        "{path}: not a file the planner opens (a workload .toml, or a ComfyUI workflow .json or .png)",
+                        &[("path", &path.display())],
+                    )
+                })))
             }
         }
     }
@@ -109,12 +120,14 @@ impl PlannerView {
         self.status = Some(match WorkloadFile::load(&path) {
             Ok(w) => {
                 self.workload = w;
-                let msg = trf("Opened {path}", &[("path", &path.display())]);
+                let opened = path.clone();
                 self.path = Some(path);
-                Ok(msg)
+                Ok(Said::new(move || {
+                    trf("Opened {path}", &[("path", &opened.display())])
+                }))
             }
             // The workload being edited is kept as it was.
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.to_string().into()),
         });
     }
 
@@ -132,23 +145,30 @@ impl PlannerView {
             let found = crate::import::import_pipeline(&path)
                 .and_then(|p| p.diffusion_preset().map(|m| (p.class_name, m)))
                 .map_err(String::from);
-            self.status = Some(found.map(|(class, m)| {
-                if Family::of(self.workload.run.task) != Family::Diffusion {
-                    self.set_task(Task::Diffusion);
-                }
-                self.workload.model = ModelSection {
-                    preset: Some(m.id.clone()),
-                    ..Default::default()
-                };
-                trf(
-                    "{class} read from {path}: planning as {model}",
-                    &[
-                        ("class", &class),
-                        ("path", &path.display()),
-                        ("model", &m.name),
-                    ],
-                )
-            }));
+            self.status = Some(
+                found
+                    .map(|(class, m)| {
+                        if Family::of(self.workload.run.task) != Family::Diffusion {
+                            self.set_task(Task::Diffusion);
+                        }
+                        self.workload.model = ModelSection {
+                            preset: Some(m.id.clone()),
+                            ..Default::default()
+                        };
+                        let (path, model) = (path.clone(), m.name.clone());
+                        Said::new(move || {
+                            trf(
+                                "{class} read from {path}: planning as {model}",
+                                &[
+                                    ("class", &class),
+                                    ("path", &path.display()),
+                                    ("model", &model),
+                                ],
+                            )
+                        })
+                    })
+                    .map_err(Said::from),
+            );
         } else {
             if Family::of(self.workload.run.task) != Family::Llm {
                 self.set_task(Task::Inference);
@@ -167,14 +187,17 @@ impl PlannerView {
             return;
         };
         self.status = Some(
-            crate::plan::workflow::headers::ModelsDir::open(&dir).map(|m| {
-                let msg = trf(
-                    "Workflow files are looked up in {path}",
-                    &[("path", &m.root.display())],
-                );
-                self.comfy_models = Some(dir);
-                msg
-            }),
+            crate::plan::workflow::headers::ModelsDir::open(&dir)
+                .map(|m| {
+                    self.comfy_models = Some(dir);
+                    Said::new(move || {
+                        trf(
+                            "Workflow files are looked up in {path}",
+                            &[("path", &m.root.display())],
+                        )
+                    })
+                })
+                .map_err(Said::from),
         );
     }
 
@@ -199,7 +222,7 @@ impl PlannerView {
         let (wp, wf) = match planned {
             Ok(p) => p,
             Err(e) => {
-                self.status = Some(Err(e));
+                self.status = Some(Err(e.into()));
                 return;
             }
         };
@@ -231,25 +254,28 @@ impl PlannerView {
             &start.run,
             &peak.workload.run,
         );
-        self.workflow_lines = workflow_lines(&wp);
         self.workflow = Some(OpenWorkflow {
             planned_for: (self.workload.gpu.clone(), self.launch()),
             workflow: wf,
         });
         let stage = match wp.peak_stage {
-            "text_encode" => tr("text encode"),
-            "vae_decode" => tr("VAE decode"),
-            _ => tr("sampling"),
+            "text_encode" => "text encode",
+            "vae_decode" => "VAE decode",
+            _ => "sampling",
         };
-        self.status = Some(Ok(trf(
-            "Workflow {path}: {n} sampling passes; planned at its peak, node {node} ({stage})",
-            &[
-                ("path", &path.display()),
-                ("n", &wp.passes.len()),
-                ("node", &wp.peak_node),
-                ("stage", &stage),
-            ],
-        )));
+        let (path, n, node) = (path.to_path_buf(), wp.passes.len(), wp.peak_node.clone());
+        self.status = Some(Ok(Said::new(move || {
+            trf(
+                "Workflow {path}: {n} sampling passes; planned at its peak, node {node} ({stage})",
+                &[
+                    ("path", &path.display()),
+                    ("n", &n),
+                    ("node", &node),
+                    ("stage", &tr(stage)),
+                ],
+            )
+        })));
+        self.workflow_plan = Some(Ok(wp));
     }
 
     fn save(&mut self) {
@@ -270,10 +296,10 @@ impl PlannerView {
                 .map_err(|e| format!("not saved: {e}"))
                 .and_then(|text| write_atomic(&path, &text).map_err(String::from))
                 .map(|()| {
-                    let msg = trf("Saved {path}", &[("path", &path.display())]);
-                    self.path = Some(path);
-                    msg
-                }),
+                    self.path = Some(path.clone());
+                    Said::new(move || trf("Saved {path}", &[("path", &path.display())]))
+                })
+                .map_err(Said::from),
         );
     }
 }
@@ -313,10 +339,7 @@ impl PlannerView {
         let Some(open) = self.workflow.as_ref().filter(|o| o.planned_for != now) else {
             return;
         };
-        self.workflow_lines = match self.plan_workflow(&open.workflow) {
-            Ok(wp) => workflow_lines(&wp),
-            Err(e) => vec![e],
-        };
+        self.workflow_plan = Some(self.plan_workflow(&open.workflow));
         if let Some(o) = &mut self.workflow {
             o.planned_for = now;
         }
@@ -358,7 +381,7 @@ fn workflow_lines(wp: &crate::plan::workflow::WorkflowPlan) -> Vec<String> {
         out.push(trf(
             "{change}: saves {saves}, {speed}× the time",
             &[
-                ("change", &c.change),
+                ("change", &msg(&c.change)),
                 ("saves", &human(c.saves_bytes)),
                 ("speed", &format!("{:.2}", c.speed_factor)),
             ],

@@ -75,9 +75,10 @@ pub struct PlannerView {
     /// Steps back (Ctrl+Z, Undo); not kept between sessions.
     #[serde(skip)]
     history: undo::History,
-    /// The last opened ComfyUI workflow's models and passes, one line each.
+    /// The last opened ComfyUI workflow's plan (its models, passes, changes and warnings,
+    /// said in the language shown at each frame), or why it could not be planned again.
     #[serde(skip)]
-    workflow_lines: Vec<String>,
+    workflow_plan: Option<Result<crate::plan::workflow::WorkflowPlan, String>>,
     /// That workflow and the card and launch settings its lines were planned for: when either
     /// changes, the lines are planned again (`file::replan_workflow`).
     #[serde(skip)]
@@ -157,7 +158,7 @@ impl Default for PlannerView {
             shown: Shown::default(),
             dialogs: Dialogs::default(),
             history: undo::History::default(),
-            workflow_lines: Vec::new(),
+            workflow_plan: None,
             workflow: None,
             chart_knob: Default::default(),
             chart: chart::Cache::default(),
