@@ -7,7 +7,6 @@
 //! gradients and optimizer states together (`fsdp_offload_params`), so any offload in the plan
 //! turns it on.
 
-use super::deepspeed::zero_stage;
 use crate::types::options::{Checkpointing, Offload, Precision};
 use crate::types::workload::Workload;
 use serde_json::{Value, json};
@@ -15,7 +14,7 @@ use serde_json::{Value, json};
 /// The config as a JSON value; `render` writes it as YAML (the tests read that back).
 pub fn config(w: &Workload) -> Value {
     let r = &w.run;
-    let sharding = match zero_stage(w) {
+    let sharding = match r.zero_stage_in_effect() {
         0 => "NO_SHARD",
         1 | 2 => "SHARD_GRAD_OP",
         _ => "FULL_SHARD",
@@ -61,12 +60,16 @@ pub fn render(w: &Workload) -> String {
     if w.run.checkpointing != Checkpointing::None {
         s.push_str("# FSDP does the activation checkpointing: leave the Trainer's gradient_checkpointing off.\n");
     }
+    if w.run.offload == Offload::Optimizer {
+        s.push_str("# FSDP has no optimizer-only offload: fsdp_offload_params moves the parameters and gradients to the CPU too (less GPU memory than the plan, slower).\n");
+    }
     yaml(&config(w), 0, &mut s);
     s
 }
 
-/// A YAML block mapping of a JSON object of scalars and nested objects (all this config holds).
-/// Strings that YAML would read as something else (`no`, `true`, numbers) are double-quoted.
+/// A YAML block mapping of a JSON object of scalars, lists of scalars (as flow sequences) and
+/// nested objects (all the exported configs hold). Strings that YAML would read as something
+/// else (`no`, `true`, numbers) are double-quoted.
 pub fn yaml(v: &Value, indent: usize, out: &mut String) {
     let Value::Object(map) = v else {
         return;
@@ -79,6 +82,10 @@ pub fn yaml(v: &Value, indent: usize, out: &mut String) {
             Value::Object(_) => {
                 out.push('\n');
                 yaml(v, indent + 2, out);
+            }
+            Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(scalar).collect();
+                out.push_str(&format!(" [{}]\n", items.join(", ")));
             }
             other => {
                 out.push(' ');
@@ -117,10 +124,13 @@ mod tests {
     fn yaml_quotes_what_yaml_would_misread() {
         let mut s = String::new();
         yaml(
-            &json!({"a": "no", "b": "FSDP", "c": {"d": 2, "e": true}, "f": "1x"}),
+            &json!({"a": "no", "b": "FSDP", "c": {"d": 2, "e": true}, "f": "1x", "g": ["q_proj", "no"], "h": null}),
             0,
             &mut s,
         );
-        assert_eq!(s, "a: \"no\"\nb: FSDP\nc:\n  d: 2\n  e: true\nf: \"1x\"\n");
+        assert_eq!(
+            s,
+            "a: \"no\"\nb: FSDP\nc:\n  d: 2\n  e: true\nf: \"1x\"\ng: [q_proj, \"no\"]\nh: null\n"
+        );
     }
 }

@@ -4,28 +4,17 @@
 //! `offload_optimizer`/`offload_param`, `optimizer`.
 //!
 //! DeepSpeed offloads optimizer states from ZeRO stage 1 up and parameters only at stage 3
-//! (ZeRO-Offload / ZeRO-Infinity), so an offload in the plan raises the stage to what it needs.
+//! (ZeRO-Offload / ZeRO-Infinity), so an offload in the plan raises the stage to what it needs
+//! (`Run::zero_stage_in_effect`, which the estimate uses too).
 
 use crate::types::options::{Offload, Optimizer, Precision};
 use crate::types::workload::Workload;
 use serde_json::{Value, json};
 
-/// The ZeRO stage a run needs: its own, raised to what its offload requires.
-pub fn zero_stage(w: &Workload) -> u32 {
-    let r = &w.run;
-    match r.offload {
-        Offload::None => r.zero_stage,
-        // ZeRO-Offload runs the optimizer step on the CPU from stage 2 in its paper's setup;
-        // stage 2 also shards gradients, which stage 1 keeps whole.
-        Offload::Optimizer => r.zero_stage.max(2),
-        Offload::OptimizerParams => 3,
-    }
-}
-
 /// The config as a JSON value (the tests read it back).
 pub fn config(w: &Workload) -> Value {
     let r = &w.run;
-    let stage = zero_stage(w);
+    let stage = r.zero_stage_in_effect();
     let mut zero = json!({
         "stage": stage,
         "overlap_comm": true,

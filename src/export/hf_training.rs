@@ -3,9 +3,9 @@
 //! `optim` values are those of `transformers.TrainingArguments` / `OptimizerNames`
 //! (transformers `training_args.py`).
 
-use super::{command_line, comments, deepspeed, hf_repo};
+use super::{command_line, comments, hf_repo};
 use crate::types::options::{
-    Attention, Checkpointing, Loss, Method, Offload, Optimizer, OptimizerStep, Precision,
+    Attention, Checkpointing, Loss, Method, Optimizer, OptimizerStep, Precision,
 };
 use crate::types::workload::Workload;
 
@@ -25,7 +25,7 @@ pub fn optim_name(o: Optimizer, step: OptimizerStep) -> &'static str {
 
 /// Whether the run goes through DeepSpeed (ZeRO sharding or offload).
 pub fn uses_deepspeed(w: &Workload) -> bool {
-    deepspeed::zero_stage(w) > 0 || w.run.offload != Offload::None
+    w.run.zero_stage_in_effect() > 0
 }
 
 /// A value of a field: its Python literal and its command-line form (`None`: a bare switch).

@@ -4,7 +4,7 @@
 //! the QLoRA paper's recipe (Dettmers et al. 2023).
 
 use super::transformers::{bnb_config, compute_dtype, format_note, load_call, model_class};
-use super::{ExportKind, comments, deepspeed};
+use super::{ExportKind, comments};
 use crate::memory::lora::{PeftTargets, peft_targets};
 use crate::types::options::{Checkpointing, Method, Objective};
 use crate::types::workload::Workload;
@@ -37,7 +37,7 @@ pub fn render(w: &Workload) -> String {
     )];
     notes.extend(format_note(r.weights));
     // ZeRO-3 and FSDP's FULL_SHARD (the stage-3 plans) shard the weights as they load.
-    let sharded = deepspeed::zero_stage(w) == 3;
+    let sharded = r.zero_stage_in_effect() == 3;
     if sharded {
         notes.push(format!(
             "Sharded (ZeRO-3 / FSDP): create the TrainingArguments ({}) before loading, so the weights load sharded, and give no device_map (transformers refuses one under ZeRO-3).",

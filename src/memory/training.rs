@@ -21,6 +21,12 @@
 //! With activation offloading (full checkpointing only; see `offloaded_activation_bytes`) the
 //! checkpointed layers' inputs live in host memory: the forward keeps only what the final norm
 //! and the output head saved, and each recomputed layer brings its input back.
+//!
+//! Sharding and CPU offload apply to adapters over a frozen base as to full fine-tuning: ZeRO-3
+//! and FSDP's FULL_SHARD shard every parameter, frozen ones too, and gather a layer's before it
+//! runs (`GATHERED_LAYERS`); parameter offload (DeepSpeed `offload_param`, FSDP2
+//! `CPUOffloadPolicy`) keeps the shards in host RAM, so only the gathered layers are on the GPU.
+//! What goes to the host is `host_bytes`.
 
 use super::activations::{StepDtypes, Trained, training_activations};
 use super::breakdown::{Breakdown, ComponentId, Layer};
@@ -83,6 +89,57 @@ pub fn offloaded_activation_bytes(w: &Workload) -> f64 {
     f64::from(w.model.layers) * tokens * f64::from(w.model.hidden) * step_dtypes(r).residual
 }
 
+/// Layers whose unsharded parameters are on each GPU at once under ZeRO-3 / FSDP FULL_SHARD:
+/// the one computing and the one gathered ahead of it. FSDP2 all-gathers the next parameter
+/// group while the current one computes, freeing the current one's output after the next
+/// copy-in (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py
+/// `FSDPParamGroup.wait_for_unshard`, "[Note: Overlapping all-gather copy-in and all-gather]"),
+/// and in backward prefetches the previous group in forward order (`_backward_prefetch`); with
+/// `CPUOffloadPolicy` the shard is copied host-to-device just before its all-gather
+/// (`_fsdp_param.py` `FSDPParam.all_gather_inputs`). DeepSpeed sizes the same thing as
+/// `largest_layer_memory = 4 × largest_layer_params` bytes (runtime/zero/stage3.py
+/// `estimate_zero3_model_states_mem_needs`): two 16-bit copies.
+pub const GATHERED_LAYERS: f64 = 2.0;
+
+/// Bytes the run keeps in host RAM, all GPUs of the node together (each rank's shard of what it
+/// offloads, plus its offloaded activations). With optimizer offload the optimizer's fp32
+/// master weights, gradients and states of what is trained live there; DeepSpeed's
+/// `estimate_zero3_model_states_mem_needs` (runtime/zero/stage3.py) counts 16 bytes per
+/// parameter for Adam, 18 with the parameters offloaded too (their 16-bit copies), before its
+/// `additional_buffer_factor` of 1.5. With parameter offload the frozen base of LoRA/QLoRA goes
+/// there as loaded (FSDP2 `CPUOffloadPolicy` moves every sharded parameter,
+/// `FSDPParam._init_sharded_param`: `padded_sharded_param.cpu()`, pinned).
+pub fn host_bytes(w: &Workload) -> f64 {
+    let r = &w.run;
+    let a = &w.model;
+    let activations = f64::from(w.gpu.count.max(1)) * offloaded_activation_bytes(w);
+    if r.offload == Offload::None {
+        return activations;
+    }
+    let (trained, params16) = match r.method {
+        Method::Full => (a.params, 2.0 * a.params),
+        Method::Lora | Method::Qlora => (
+            lora::adapters(a, &r.lora_targets).params(r.lora_rank),
+            frozen_base_bytes(a, r, w.weight_bytes().gpu),
+        ),
+    };
+    let states = state_bytes(r.optimizer, Precision::Fp32, a.hidden);
+    let params = if r.offload == Offload::OptimizerParams {
+        params16
+    } else {
+        0.0
+    };
+    activations + trained * (8.0 + states) + params
+}
+
+/// Whether the host RAM, when known, holds what the run offloads (`host_bytes`).
+pub fn host_fits(w: &Workload) -> bool {
+    w.gpu
+        .host
+        .ram_bytes
+        .is_none_or(|ram| host_bytes(w) <= ram as f64)
+}
+
 /// Model-state bytes per parameter: (weights, gradients).
 pub fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
     match (p, zero) {
@@ -111,7 +168,7 @@ fn kbit_upcast(w: WeightFormat) -> bool {
 fn step_dtypes(r: &Run) -> StepDtypes {
     let mixed = matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed);
     // DeepSpeed's bf16/fp16 modes run the model in 16-bit without autocast.
-    let deepspeed_16 = mixed && r.zero_stage > 0 && r.method == Method::Full;
+    let deepspeed_16 = mixed && r.zero_stage_in_effect() > 0 && r.method == Method::Full;
     let compute = if r.precision == Precision::Fp32 {
         4.0
     } else {
@@ -143,7 +200,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
 
     let (weights, grads, states, temp, adapters) = match r.method {
         Method::Full => full_model_states(a, r, n),
-        Method::Lora | Method::Qlora => adapter_model_states(a, r, w.weight_bytes().gpu),
+        Method::Lora | Method::Qlora => adapter_model_states(a, r, w.weight_bytes().gpu, n),
     };
     let trained = match r.method {
         Method::Full => Trained::All,
@@ -293,6 +350,19 @@ pub fn estimate(w: &Workload) -> Breakdown {
                 .bytes("ram", ram),
         );
     }
+    // ZeRO-Offload / FSDP CPU offload: what host RAM must hold, checked where it is known.
+    if r.offload != Offload::None {
+        let host = host_bytes(w) as u64;
+        match w.gpu.host.ram_bytes {
+            Some(ram) if !host_fits(w) => b.warn(
+                Message::new("warn.training.offload_ram_short")
+                    .bytes("host", host)
+                    .bytes("ram", ram),
+            ),
+            Some(_) => {}
+            None => b.warn(Message::new("warn.training.offload_ram_unknown").bytes("host", host)),
+        }
+    }
     b
 }
 
@@ -301,13 +371,13 @@ pub fn estimate(w: &Workload) -> Breakdown {
 /// weights) and DeepSpeed offload (states, then also parameters, in host memory).
 fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64) {
     let p = a.params;
-    let (wb, gb) = full_state_bytes(r.precision, r.zero_stage);
+    let z = r.zero_stage_in_effect();
+    let (wb, gb) = full_state_bytes(r.precision, z);
     let mut states = state_bytes(r.optimizer, r.precision, a.hidden);
-    if r.zero_stage > 0 && matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed) {
+    if z > 0 && matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed) {
         states += 4.0; // fp32 master weights live with the optimizer under ZeRO
     }
     let largest = a.largest_param_elements();
-    let z = r.zero_stage;
     let div = |stage: u32| if z >= stage { n } else { 1.0 };
     let mut weights = p * wb / div(3);
     let mut st = p * states / div(1);
@@ -328,10 +398,9 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
         tmp = 0.0;
     }
     if z >= 3 {
-        // ZeRO-3 gathers each layer's 16-bit weights (and grads) before use: DeepSpeed's
-        // `estimate_zero3_model_states_mem_needs`, largest_layer_memory = 4 × largest layer.
+        // ZeRO-3 gathers each layer's 16-bit weights before use (`GATHERED_LAYERS`).
         let layer = p / f64::from(a.layers.max(1));
-        let gathered = 4.0 * layer.max(a.embedding_params());
+        let gathered = GATHERED_LAYERS * wb * layer.max(a.embedding_params());
         weights = if r.offload == Offload::OptimizerParams {
             gathered
         } else {
@@ -341,14 +410,41 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
     (weights, grads, st, tmp, 0.0)
 }
 
-/// LoRA/QLoRA: frozen base weights (16-bit, or quantized with PEFT's
-/// `prepare_model_for_kbit_training` upcasting the remaining 16-bit parameters — embeddings,
-/// head, norms — to fp32, see `kbit_upcast`), plus fp32 adapters with their gradients and states.
-fn adapter_model_states(a: &ModelArch, r: &Run, base: f64) -> (f64, f64, f64, f64, f64) {
-    let mut base = base;
+/// The frozen base of LoRA/QLoRA as it sits in memory: `base` (the loaded weights) plus PEFT's
+/// `prepare_model_for_kbit_training` upcast of the remaining 16-bit parameters (embeddings,
+/// head, norms) to fp32 (see `kbit_upcast`).
+fn frozen_base_bytes(a: &ModelArch, r: &Run, base: f64) -> f64 {
     if kbit_upcast(r.weights) {
-        base += 2.0 * (a.embedding_params() + a.lm_head_params());
+        base + 2.0 * (a.embedding_params() + a.lm_head_params())
+    } else {
+        base
     }
+}
+
+/// LoRA/QLoRA: the frozen base (`frozen_base_bytes`), plus fp32 adapters with their gradients
+/// and states. Under ZeRO stage s over n GPUs the adapters' states (s ≥ 1), gradients (s ≥ 2)
+/// and weights (s = 3) are divided, and at stage 3 the frozen base too, each GPU holding its
+/// shard plus the gathered layers (`GATHERED_LAYERS`); with optimizer offload the states and the
+/// step live in host RAM, with parameter offload the base's shards as well (`host_bytes`).
+fn adapter_model_states(a: &ModelArch, r: &Run, base: f64, n: f64) -> (f64, f64, f64, f64, f64) {
+    let base = frozen_base_bytes(a, r, base);
+    let z = r.zero_stage_in_effect();
+    let div = |stage: u32| if z >= stage { n } else { 1.0 };
+    // The largest unit gathered: one block, or the embedding or head with their bytes per
+    // parameter (16-bit beside quantized blocks, fp32 after the k-bit upcast).
+    let end_bytes = if r.weights.is_quantized() {
+        2.0
+    } else {
+        base / a.params.max(1.0)
+    } + if kbit_upcast(r.weights) { 2.0 } else { 0.0 };
+    let ends = end_bytes * (a.embedding_params() + a.lm_head_params());
+    let layer = (base - ends).max(0.0) / f64::from(a.layers.max(1));
+    let gathered = GATHERED_LAYERS * layer.max(end_bytes * a.embedding_params());
+    let weights = match (r.offload, z) {
+        (Offload::OptimizerParams, _) => gathered.min(base),
+        (_, 3) => (base / n + gathered).min(base),
+        _ => base,
+    };
     let ad = lora::adapters(a, &r.lora_targets);
     let lp = ad.params(r.lora_rank);
     // The largest adapter matrix: rank × the widest input or output of an adapted module.
@@ -358,16 +454,21 @@ fn adapter_model_states(a: &ModelArch, r: &Run, base: f64) -> (f64, f64, f64, f6
     let states = state_bytes(r.optimizer, Precision::Fp32, a.hidden);
     let step = |n: f64| step_temp_bytes(r.optimizer, Precision::Fp32, r.optimizer_step, n, largest);
     if r.optimizer_in_bwd {
-        (
-            base,
+        return (
+            weights,
             0.0,
             0.0,
             step(largest),
             lp * (4.0 + states) + 4.0 * largest,
-        )
-    } else {
-        (base, 0.0, 0.0, step(lp), lp * (8.0 + states))
+        );
     }
+    let (states, temp) = if r.offload == Offload::None {
+        (lp * states / div(1), step(lp) / div(1))
+    } else {
+        (0.0, 0.0)
+    };
+    let adapters = 4.0 * lp / div(3) + 4.0 * lp / div(2) + states;
+    (weights, 0.0, 0.0, temp, adapters)
 }
 
 #[cfg(test)]
@@ -469,6 +570,99 @@ mod tests {
         let states = (z3.get(ComponentId::Gradients) + z3.get(ComponentId::OptimizerStates)) as f64;
         assert!((states - 14.0 * p / 8.0).abs() < 16.0);
         assert!(z3.peak.tensors_bytes < one.peak.tensors_bytes / 4);
+    }
+
+    fn on_gpus(gpus: u32, gpu: &str, run: &str) -> Workload {
+        let text = format!(
+            "[gpu]\n{gpu}\ncount = {gpus}\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"training\"\nseq = 2048\ncheckpointing = \"full\"\nattention = \"flash\"\n{run}"
+        );
+        WorkloadFile::parse(&text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap()
+    }
+
+    #[test]
+    fn zero3_and_fsdp_shard_a_frozen_base() {
+        // A 70B LoRA on 8 GPUs: ZeRO-3 / FULL_SHARD holds an eighth of the bf16 base and the
+        // two gathered layers; data parallelism keeps the whole base on each GPU.
+        let gpu = "vram_gib = 80";
+        let lora = "method = \"lora\"\n";
+        let dp = estimate(&on_gpus(8, gpu, lora));
+        let z3 = estimate(&on_gpus(8, gpu, &format!("{lora}zero_stage = 3\n")));
+        let a = on_gpus(8, gpu, lora).model;
+        let base = 2.0 * a.params;
+        assert!((dp.get(ComponentId::Weights) as f64 - base).abs() < 16.0);
+        // The largest unit gathered is a block or the embedding (here the 1.05B embedding).
+        let layer = 2.0 * a.block_params() / f64::from(a.layers);
+        let unit = layer.max(2.0 * a.embedding_params());
+        assert!(unit > layer);
+        let shard = base / 8.0 + GATHERED_LAYERS * unit;
+        assert!(
+            (z3.get(ComponentId::Weights) as f64 - shard).abs() < 16.0,
+            "{} {shard}",
+            z3.get(ComponentId::Weights)
+        );
+        // The adapters' states, gradients and weights are sharded too.
+        assert!(z3.get(ComponentId::Adapters) * 7 < dp.get(ComponentId::Adapters));
+        assert!(dp.peak.tensors_bytes > (140u64 << 30) && z3.peak.tensors_bytes < (40u64 << 30));
+    }
+
+    #[test]
+    fn parameter_offload_keeps_the_base_in_host_ram() {
+        // One 24 GiB card, a 70B QLoRA base offloaded (DeepSpeed offload_param, FSDP2
+        // CPUOffloadPolicy): only the gathered layers are on the GPU.
+        let gpu = "preset = \"rtx-4090\"\nhost_ram_gib = 64";
+        let run = "method = \"qlora\"\noffload = \"optimizer+params\"\n";
+        let w = on_gpus(1, gpu, run);
+        let b = estimate(&w);
+        let kept = on_gpus(1, gpu, "method = \"qlora\"\n");
+        let base = kept.weight_bytes().gpu + 2.0 * 2.0 * kept.model.embedding_params();
+        assert!(estimate(&kept).get(ComponentId::Weights) as f64 > 0.99 * base);
+        assert!(
+            (b.get(ComponentId::Weights) as f64) < base / 4.0,
+            "{}",
+            b.get(ComponentId::Weights)
+        );
+        // The host holds the base and the optimizer's share; 64 GiB holds a 4-bit 70B.
+        let host = host_bytes(&w);
+        assert!(host > base && host < base + 4.0 * GIB, "{host} {base}");
+        assert!(host_fits(&w));
+        // A 16-bit 70B base does not fit 64 GiB: the estimate says so.
+        let bf16 = on_gpus(
+            1,
+            gpu,
+            "method = \"lora\"\noffload = \"optimizer+params\"\n",
+        );
+        assert!(!host_fits(&bf16));
+        let warned = estimate(&bf16)
+            .warnings
+            .iter()
+            .any(|m| m.id == "warn.training.offload_ram_short");
+        assert!(warned, "{:?}", estimate(&bf16).warnings);
+    }
+
+    #[test]
+    fn optimizer_offload_moves_the_adapters_states() {
+        let gpu = "vram_gib = 80";
+        let lora = "method = \"lora\"\n";
+        let kept = estimate(&on_gpus(1, gpu, lora));
+        let off = estimate(&on_gpus(
+            1,
+            gpu,
+            &format!("{lora}offload = \"optimizer\"\n"),
+        ));
+        let a = on_gpus(1, gpu, lora).model;
+        let lp = lora::adapters(&a, &LoraTargets::AllLinear).params(16);
+        // AdamW's two fp32 moments leave the GPU; the fp32 weights and gradients stay.
+        assert_eq!(
+            kept.get(ComponentId::Adapters) - off.get(ComponentId::Adapters),
+            (8.0 * lp) as u64
+        );
+        assert_eq!(
+            off.get(ComponentId::Weights),
+            kept.get(ComponentId::Weights)
+        );
     }
 
     #[test]

@@ -68,8 +68,10 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
     let strongest: Vec<&Strategy> = groups.iter().filter_map(|g| g.last()).collect();
     let mut probe = w.clone();
     // `strict`: a strategy that changes nothing voids the combination (a cheaper one without it
-    // exists); otherwise it is skipped.
-    let mut fits = |chosen: &[&Strategy], strict: bool| -> Option<Breakdown> {
+    // exists); otherwise it is skipped. `host`: what the plan offloads must also fit the host's
+    // RAM where it is known (the strongest options offload the most, so the quick check below
+    // leaves the host out: a weaker offload may still fit it).
+    let mut fits = |chosen: &[&Strategy], strict: bool, host: bool| -> Option<Breakdown> {
         let mut run = w.run.clone();
         for s in chosen {
             match s.apply(&run) {
@@ -80,9 +82,9 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
         }
         probe.run = run;
         let b = memory::estimate(&probe);
-        fits_with_margin(&b).then_some(b)
+        (fits_with_margin(&b) && (!host || memory::training::host_fits(&probe))).then_some(b)
     };
-    if !strongest.is_empty() && fits(&strongest, false).is_none() {
+    if !strongest.is_empty() && fits(&strongest, false, false).is_none() {
         return None;
     }
     // (cost, points, speed, choices): 4 bits per group, 0 = none, i + 1 = option i. Packed so
@@ -114,7 +116,7 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
                 i => g.get(i as usize - 1),
             })
             .collect();
-        let b = fits(&chosen, true)?;
+        let b = fits(&chosen, true, true)?;
         let workload = apply_all(w, &chosen)?;
         let strategies = chosen.into_iter().cloned().collect();
         Some((
@@ -202,6 +204,33 @@ mod tests {
                 .any(|s| matches!(s, Strategy::Method { .. })),
             "{:?}",
             c.strategies
+        );
+    }
+
+    #[test]
+    fn an_offload_plan_fits_the_host_s_ram() {
+        // A 70B LoRA on one 24 GiB card: the bf16 base (141 GB) can go to a 512 GiB host, not
+        // to a 64 GiB one, where the plan must find another way.
+        let plan = |ram: u32| {
+            let w = wl(&format!(
+                "[gpu]\npreset = \"rtx-4090\"\nhost_ram_gib = {ram}\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nseq = 1024\ncheckpointing = \"full\"\n"
+            ));
+            let (c, _) = cheapest_fit(&w).expect("some plan fits");
+            assert!(
+                memory::training::host_fits(&c.workload),
+                "{:?}",
+                c.strategies
+            );
+            c
+        };
+        let big = plan(512);
+        assert_eq!(big.workload.run.offload, memory::Offload::OptimizerParams);
+        let small = plan(64);
+        assert!(
+            small.workload.run.offload != memory::Offload::OptimizerParams
+                || small.workload.run.method == memory::Method::Qlora,
+            "{:?}",
+            small.strategies
         );
     }
 

@@ -186,21 +186,19 @@ impl Strategy {
                 let mut base = w.clone();
                 base.run.checkpointing = Checkpointing::Full;
                 base.run.activation_offload = false;
-                let mut with = base.clone();
-                with.run.activation_offload = true;
-                let step = |x: &Workload| crate::speed::llm::speed(x).seconds_per_step;
-                match (step(&base), step(&with)) {
-                    (Some(a), Some(b)) if b > 0.0 => (a / b).min(1.0),
-                    _ => 1.0,
-                }
+                modelled_ratio(&base, self).unwrap_or(1.0)
             }
             Strategy::Zero { stage } => 1.0 - 0.05 * f64::from(*stage),
-            // ZeRO-Offload: optimizer step on the CPU (ZeRO-Offload paper, arXiv 2101.06840);
-            // parameter offload streams weights over PCIe every pass (ZeRO-Infinity).
-            Strategy::Offload {
-                offload: Offload::OptimizerParams,
-            } => 0.3,
-            Strategy::Offload { .. } => 0.6,
+            // The CPU optimizer step, its PCIe copies and the weights streamed in for every pass
+            // against the step on the GPU (`speed::llm`); where the card's rate is not known, the
+            // ZeRO-Offload paper's (arXiv 2101.06840) and ZeRO-Infinity's rough costs.
+            Strategy::Offload { offload } => {
+                modelled_ratio(w, self).unwrap_or(if *offload == Offload::OptimizerParams {
+                    0.3
+                } else {
+                    0.6
+                })
+            }
             Strategy::Context { .. } => 1.0,
             // torchtune reports chunked CE at about the same step time.
             Strategy::ChunkedLoss => 0.98,
@@ -313,6 +311,18 @@ impl Strategy {
                 ],
             ),
         }
+    }
+}
+
+/// Step time of `w` over that of `w` with `s` applied, by the speed model (`speed::llm`), at most
+/// 1; `None` when the model cannot tell (the card's rate unknown) or `s` changes nothing.
+fn modelled_ratio(w: &Workload, s: &Strategy) -> Option<f64> {
+    let mut with = w.clone();
+    with.run = s.apply(&w.run)?;
+    let step = |x: &Workload| crate::speed::llm::speed(x).seconds_per_step;
+    match (step(w), step(&with)) {
+        (Some(a), Some(b)) if b > 0.0 => Some((a / b).min(1.0)),
+        _ => None,
     }
 }
 
@@ -503,6 +513,30 @@ mod tests {
             .iter()
             .position(|g| g.contains(&Strategy::ActivationOffload));
         assert!(ckpt.is_some() && off.is_some() && ckpt < off, "{groups:?}");
+    }
+
+    #[test]
+    fn offload_costs_what_the_speed_model_says() {
+        // LoRA: the CPU steps only the adapters, so optimizer offload costs little; full
+        // fine-tuning steps 8B parameters on the CPU and pays for it.
+        let opt = Strategy::Offload {
+            offload: Offload::Optimizer,
+        };
+        let params = Strategy::Offload {
+            offload: Offload::OptimizerParams,
+        };
+        let l = lora("seq = 2048\ncheckpointing = 'full'\n");
+        let mut full = l.clone();
+        full.run.method = Method::Full;
+        let (lo, fo) = (opt.speed_factor(&l), opt.speed_factor(&full));
+        assert!(lo > 0.9 && lo <= 1.0, "{lo}");
+        assert!(fo < 0.5, "{fo}");
+        // Parameter offload copies the base in for every pass: slower, more so on a slow link.
+        let lp = params.speed_factor(&l);
+        assert!(lp < lo, "{lp} {lo}");
+        let mut slow = l.clone();
+        slow.gpu.speed.pcie_gbs /= 8.0;
+        assert!(params.speed_factor(&slow) < lp);
     }
 
     #[test]

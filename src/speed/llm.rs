@@ -281,10 +281,20 @@ fn inference_spilling(w: &Workload, spilled: f64) -> Speed {
 ///
 /// and an optimizer step adds, once per `grad_accum` micro-batches, its pass over the weights,
 /// gradients and states on the GPU (read and write weights and states, read gradients; the
-/// GPU's share under ZeRO-1 and up), or with offload the states' PCIe round trip and
-/// parameter offload the weights' every pass (ZeRO-Offload, arXiv 2101.06840). Several GPUs
-/// each run their micro-batches at the same rate; communication is not modelled (it is inside
-/// the measured rates of the llm-foundry rows, which train with FSDP).
+/// GPU's share under ZeRO-1 and up). With optimizer offload the step runs on the CPU instead:
+/// the 16-bit gradients go down and the 16-bit parameters come back over PCIe, 4 bytes per
+/// trained parameter (ZeRO-Offload, arXiv 2101.06840 §4.1: 2M each way), and the CPU passes
+/// over the fp32 master weights, states and gradients at the host's RAM bandwidth (read and
+/// write weights and states, read gradients) at [`HOST_DECODE_EFFICIENCY`] [derived]. With
+/// parameter offload every micro-batch also copies its shard of the weights to the GPU for
+/// the forward and again for the backward (the recompute of a checkpointed layer uses the
+/// copy its backward gathers), 16-bit for full fine-tuning and the frozen base as loaded for
+/// LoRA/QLoRA, added to the micro-batch's time: DeepSpeed prefetches only
+/// `stage3_prefetch_bucket_size` = 5e7 elements ahead (deepspeed/runtime/zero/config.py), and
+/// on cards without peer-to-peer the all-gather shares the PCIe link with these copies
+/// [derived: not overlapped]. Several GPUs each run their
+/// micro-batches at the same rate; communication is not modelled (it is inside the measured
+/// rates of the llm-foundry rows, which train with FSDP).
 fn training(w: &Workload) -> Speed {
     let r = &w.run;
     let a = &w.model;
@@ -322,40 +332,54 @@ fn training(w: &Workload) -> Speed {
     };
     let micro = micro_tokens * flops_per_token / rate + dequant;
     let pcie = g.pcie_gbs.max(0.1) * 1e9;
+    // What this GPU's optimizer steps: every parameter or the adapters, its shard under ZeRO.
+    let trained = match r.method {
+        Method::Full => a.params,
+        _ => crate::memory::lora::adapters(a, &r.lora_targets).params(r.lora_rank),
+    } / if r.zero_stage_in_effect() >= 1 {
+        n
+    } else {
+        1.0
+    };
     let (optimizer_step, offload) = match r.offload {
         Offload::None => {
-            let trained = match r.method {
-                Method::Full => a.params / if r.zero_stage >= 1 { n } else { 1.0 },
-                _ => crate::memory::lora::adapters(a, &r.lora_targets).params(r.lora_rank),
-            };
-            let (wb, gb) = match r.method {
-                Method::Full => {
-                    crate::memory::training::full_state_bytes(r.precision, r.zero_stage)
-                }
-                _ => (4.0, 4.0),
-            };
             // PEFT keeps adapters, their gradients and states in fp32 (memory::training).
-            let precision = match r.method {
-                Method::Full => r.precision,
-                _ => Precision::Fp32,
+            let (precision, (wb, gb)) = match r.method {
+                Method::Full => (
+                    r.precision,
+                    crate::memory::training::full_state_bytes(r.precision, r.zero_stage),
+                ),
+                _ => (Precision::Fp32, (4.0, 4.0)),
             };
             let states = crate::memory::optimizer::state_bytes(r.optimizer, precision, a.hidden);
             (trained * (2.0 * (wb + states) + gb) / bandwidth, 0.0)
         }
-        // fp32 gradients down, fp32 weights up, once per optimizer step.
-        Offload::Optimizer => (0.0, 8.0 * a.params / n / pcie),
-        // + 16-bit weights streamed in for forward and backward of every micro-batch.
-        Offload::OptimizerParams => (
-            0.0,
-            8.0 * a.params / n / pcie + 4.0 * a.params * f64::from(r.grad_accum) / n / pcie,
-        ),
+        Offload::Optimizer | Offload::OptimizerParams => {
+            let host = w.gpu.host.ram_gbps.max(0.1) * 1e9 * HOST_DECODE_EFFICIENCY;
+            let states =
+                crate::memory::optimizer::state_bytes(r.optimizer, Precision::Fp32, a.hidden);
+            (
+                0.0,
+                4.0 * trained / pcie + trained * (2.0 * (4.0 + states) + 4.0) / host,
+            )
+        }
+    };
+    let weights_in = if r.offload == Offload::OptimizerParams {
+        let weights = match r.method {
+            Method::Full => 2.0 * a.params,
+            _ => w.weight_bytes().gpu,
+        };
+        2.0 * weights / n / pcie
+    } else {
+        0.0
     };
     // Activation offloading copies the layer inputs out in forward and back in backward on a
     // second CUDA stream that overlaps the compute (torchtune `OffloadActivations`,
     // `use_streams=True` by default, as in TRL): only copies longer than a micro-batch's compute
     // cost time. [derived: full overlap assumed]
     let copies = 2.0 * crate::memory::training::offloaded_activation_bytes(w) / pcie;
-    let step = f64::from(r.grad_accum) * micro.max(copies) + optimizer_step + offload;
+    let step =
+        f64::from(r.grad_accum) * (micro.max(copies) + weights_in) + optimizer_step + offload;
     let tokens = micro_tokens * f64::from(r.grad_accum) * n;
     let mut basis = format!(
         "{:.0} GFLOPs per token ({per_param:.0}·params + attention) at {:.0}% of {:.0} fp16 \
@@ -375,7 +399,12 @@ fn training(w: &Workload) -> Speed {
     }
     if offload > 0.0 {
         basis.push_str(&format!(
-            " + {offload:.2} s of offload traffic per step over PCIe"
+            " + {offload:.2} s per step for the optimizer step on the CPU and its PCIe copies"
+        ));
+    }
+    if weights_in > 0.0 {
+        basis.push_str(&format!(
+            " + {weights_in:.2} s per micro-batch copying the offloaded weights in over PCIe"
         ));
     }
     if copies > 0.0 {

@@ -418,6 +418,22 @@ pub struct Run {
     pub min_tokens_per_s: f64,
 }
 
+impl Run {
+    /// The ZeRO stage the run trains under: its own, raised to what its offload needs.
+    /// DeepSpeed offloads optimizer states from stage 1 up and parameters only at stage 3
+    /// (deepspeed/runtime/zero/offload_config.py `DeepSpeedZeroOffloadParamConfig`: "valid only
+    /// with stage 3"); ZeRO-Offload's paper (arXiv 2101.06840) pairs the CPU step with stage 2,
+    /// which also shards the gradients. FSDP's CPU offload (`CPUOffloadPolicy`) offloads the
+    /// sharded parameters with their gradients and states, i.e. FULL_SHARD = stage 3.
+    pub fn zero_stage_in_effect(&self) -> u32 {
+        match self.offload {
+            Offload::None => self.zero_stage,
+            Offload::Optimizer => self.zero_stage.max(2),
+            Offload::OptimizerParams => 3,
+        }
+    }
+}
+
 impl Default for Run {
     fn default() -> Self {
         Run {
