@@ -277,6 +277,12 @@ const FIXTURES: &[(&str, &str)] = &[
         "train-qlora",
         "[gpu]\nvram_gib = 12\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\nlora_targets = \"attention\"\n",
     ),
+    // A 70B LoRA sharded over two 24 GiB cards does not fit without CPU offload (FSDP2
+    // CPUOffloadPolicy / ZeRO-3 offload_param), which a 512 GiB host holds.
+    (
+        "train-lora-fsdp-offload",
+        "[gpu]\nvram_gib = 24\ncount = 2\nhost_ram_gib = 512\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nseq = 2048\ncheckpointing = \"full\"\nzero_stage = 3\nloss = \"chunked\"\n",
+    ),
     (
         "llamacpp",
         "[gpu]\nvram_gib = 12\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nweights = \"q4_k_m\"\nseq = 32768\nbatch = 2\n",
@@ -420,16 +426,28 @@ fn brackets_balance(text: &str) -> bool {
     stack.is_empty()
 }
 
-/// A YAML block-mapping reader for the subset accelerate configs use (nested mappings of
-/// scalars, `#` comments); double-quoted scalars are read as JSON strings.
+/// A YAML block-mapping reader for the subset the accelerate and torchtune configs use (nested
+/// mappings of scalars, flow sequences of scalars, `#` comments); double-quoted scalars are
+/// read as JSON strings.
 fn parse_yaml(text: &str) -> Result<Value, String> {
     fn scalar(s: &str) -> Value {
         if s.starts_with('"') {
             return serde_json::from_str(s).unwrap_or(Value::Null);
         }
+        if let Some(items) = s.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
+            return Value::Array(
+                items
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(scalar)
+                    .collect(),
+            );
+        }
         match s {
             "true" => Value::Bool(true),
             "false" => Value::Bool(false),
+            "null" => Value::Null,
             _ => s
                 .parse::<i64>()
                 .map(Value::from)
@@ -514,7 +532,8 @@ fn command_flags_are_the_tools_real_flags() {
 #[test]
 fn python_exports_use_real_argument_names_and_balance() {
     for (name, k, text) in all_exports() {
-        if k.fence() != "python" {
+        // Unsloth's names are checked against its source (unsloth_calls_use_unsloth_s_argument_names).
+        if k.fence() != "python" || k == ExportKind::Unsloth {
             continue;
         }
         assert!(brackets_balance(&text), "{name} {k}: unbalanced\n{text}");
@@ -879,6 +898,284 @@ fn allocator_advice_is_not_offered_on_windows() {
     }
 }
 
+// ---- torchtune and Unsloth, against their source ----
+
+/// What tools/library_keys.py read from torchtune's and Unsloth's source (its header says how).
+fn library_keys() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/library-keys.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn names(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("a list: {v}"))
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Optimizer and loss classes the configs may name besides those torchtune's own configs use:
+/// torch.optim's (torch/optim/__init__.py: AdamW, SGD, Adafactor), bitsandbytes' (bitsandbytes
+/// optim/__init__.py: AdamW8bit, Lion) and torch.nn.CrossEntropyLoss, a plain loss module that
+/// the recipes take through their "third party loss functions" path (`_loss_step`).
+const TORCHTUNE_EXTRA_COMPONENTS: &[&str] = &[
+    "torch.optim.SGD",
+    "torch.optim.Adafactor",
+    "bitsandbytes.optim.AdamW8bit",
+    "bitsandbytes.optim.Lion",
+    "torch.nn.CrossEntropyLoss",
+];
+
+/// Everything in a torchtune config that torchtune's source does not read: top-level keys its
+/// recipe does not read, a builder that does not exist, an argument the builder does not take.
+fn torchtune_problems(c: &Value) -> Vec<String> {
+    let keys = library_keys();
+    let tt = &keys["torchtune"];
+    let recipe = if c.get("fsdp_cpu_offload").is_some() {
+        "distributed"
+    } else {
+        "single_device"
+    };
+    let method = if c["model"].get("lora_rank").is_some() {
+        "lora"
+    } else {
+        "full"
+    };
+    let recipe = format!("{method}_finetune_{recipe}");
+    let read = names(&tt["recipes"][&recipe]);
+    let mut out = Vec::new();
+    for k in c.as_object().unwrap().keys() {
+        if !read.contains(k) {
+            out.push(format!("{recipe} reads no key {k}"));
+        }
+    }
+    let mut components: BTreeSet<String> = names(&tt["losses"]);
+    components.extend(names(&tt["optimizers"]));
+    components.extend(TORCHTUNE_EXTRA_COMPONENTS.iter().map(|s| s.to_string()));
+    for section in ["model", "tokenizer", "optimizer", "loss"] {
+        let sec = &c[section];
+        let comp = sec["_component_"].as_str().unwrap_or_default();
+        match tt["builders"].get(comp) {
+            Some(b) => {
+                let params = names(&b["params"]);
+                for k in sec.as_object().unwrap().keys() {
+                    if k != "_component_" && !params.contains(k) {
+                        out.push(format!("{comp} takes no {k}"));
+                    }
+                }
+            }
+            None if section == "model" || section == "tokenizer" => {
+                out.push(format!("torchtune has no builder {comp}"))
+            }
+            None if !components.contains(comp) => out.push(format!("unknown component {comp}")),
+            None => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn torchtune_configs_hold_only_what_torchtune_reads() {
+    let mut seen = 0;
+    for (name, k, text) in all_exports() {
+        if k != ExportKind::Torchtune {
+            continue;
+        }
+        seen += 1;
+        let c = parse_yaml(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        assert_eq!(
+            torchtune_problems(&c),
+            Vec::<String>::new(),
+            "{name}\n{text}"
+        );
+    }
+    assert!(seen >= 2, "{seen}");
+}
+
+#[test]
+fn torchtune_builders_are_torchtune_s_and_build_the_catalog_model() {
+    let keys = library_keys();
+    let builders = &keys["torchtune"]["builders"];
+    let table: toml::Value = toml::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/torchtune.toml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let catalog = vram_doctor::catalog::Catalog::get();
+    let rows = table["model"].as_array().unwrap();
+    assert!(rows.len() >= 20);
+    for row in rows {
+        let preset = row["preset"].as_str().unwrap();
+        let m = catalog
+            .models
+            .iter()
+            .find(|m| m.id == preset)
+            .unwrap_or_else(|| panic!("{preset}"));
+        let family = &table["family"][row["family"].as_str().unwrap()];
+        for role in ["full", "lora"] {
+            let b = row[role].as_str().unwrap();
+            let found = builders.get(b).unwrap_or_else(|| panic!("no builder {b}"));
+            // The sizes the builder passes to its component builder are the catalog model's.
+            let a = &m.arch;
+            for (key, ours) in [
+                ("vocab_size", u64::from(a.vocab)),
+                ("num_layers", u64::from(a.layers)),
+                ("embed_dim", u64::from(a.hidden)),
+                ("num_heads", u64::from(a.heads)),
+                ("num_kv_heads", u64::from(a.kv_heads)),
+                ("intermediate_dim", u64::from(a.intermediate)),
+            ] {
+                if let Some(theirs) = found["arch"].get(key) {
+                    assert_eq!(theirs.as_u64(), Some(ours), "{b} {key} vs {preset}");
+                }
+            }
+            assert!(
+                !found["arch"].as_object().unwrap().is_empty(),
+                "{b}: no sizes read"
+            );
+        }
+        let lora = &builders[row["lora"].as_str().unwrap()];
+        let params = names(&lora["params"]);
+        assert!(params.contains("quantize_base"), "{preset}");
+        assert_eq!(
+            params.contains("apply_lora_to_output"),
+            family["lora_to_output"].as_bool().unwrap(),
+            "{preset}"
+        );
+        let tok = family["tokenizer"].as_str().unwrap();
+        assert!(builders.get(tok).is_some(), "no tokenizer builder {tok}");
+    }
+}
+
+#[test]
+fn torchtune_config_carries_the_plan() {
+    let (w, r) = fixture("train-lora-fsdp-offload");
+    let AnyWorkload::Llm(p) = planned(&w, &r) else {
+        panic!("LLM")
+    };
+    let c = parse_yaml(&render(ExportKind::Torchtune, &w, &r)).unwrap();
+    assert_eq!(c["batch_size"], p.run.batch);
+    assert_eq!(c["gradient_accumulation_steps"], p.run.grad_accum);
+    assert_eq!(c["tokenizer"]["max_seq_len"], p.run.seq);
+    assert_eq!(c["enable_activation_checkpointing"], true);
+    assert_eq!(c["enable_activation_offloading"], p.run.activation_offload);
+    assert_eq!(
+        c["fsdp_cpu_offload"],
+        p.run.offload != vram_doctor::types::options::Offload::None
+    );
+    assert_eq!(c["dtype"], "bf16");
+    assert_eq!(c["model"]["lora_rank"], p.run.lora_rank);
+    // all-linear on Llama: the four attention projections, the MLP, not the head.
+    assert_eq!(
+        c["model"]["lora_attn_modules"],
+        serde_json::json!(["q_proj", "k_proj", "v_proj", "output_proj"])
+    );
+    assert_eq!(c["model"]["apply_lora_to_mlp"], true);
+    assert_eq!(c["model"]["apply_lora_to_output"], false);
+    assert_eq!(
+        c["loss"]["_component_"],
+        "torchtune.modules.loss.LinearCrossEntropyLoss"
+    );
+}
+
+#[test]
+fn torchtune_and_unsloth_refuse_what_they_cannot_run() {
+    let plan = |model: &str, extra: &[&str], kind: &str| {
+        let mut args = vec![
+            "plan",
+            "--vram-gib",
+            "80",
+            "--model",
+            model,
+            "--task",
+            "training",
+            "--method",
+            "lora",
+            "--seq",
+            "512",
+        ];
+        args.extend(extra);
+        args.extend(["--export", kind]);
+        let out = cli(&args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (model, extra, kind, says) in [
+        ("gpt2", &[][..], "torchtune", "no model builder for GPT-2"),
+        (
+            "llama-3.1-8b",
+            &["--lora-targets", "q_proj,gate_proj"][..],
+            "torchtune",
+            "apply_lora_to_mlp",
+        ),
+        (
+            "gemma-2-2b",
+            &["--lora-targets", "q_proj,lm_head"][..],
+            "torchtune",
+            "apply_lora_to_output",
+        ),
+        (
+            "llama-3.1-8b",
+            &["--precision", "fp16-mixed"][..],
+            "torchtune",
+            "fp16",
+        ),
+        ("llama-3.1-8b", &["--gpus", "2"][..], "unsloth", "one GPU"),
+        (
+            "llama-3.1-8b",
+            &["--lora-targets", r"model\.layers\.0\..*"][..],
+            "unsloth",
+            "module names",
+        ),
+    ] {
+        let (code, err) = plan(model, extra, kind);
+        assert_eq!(code, Some(2), "{model} {extra:?} {kind}: {err}");
+        assert!(
+            err.contains(kind) && err.contains(says),
+            "{model} {extra:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    // What they can run is offered.
+    let (w, r) = fixture("train-qlora");
+    let kinds = kinds_for_os(&w, &r, Os::Linux);
+    assert!(kinds.contains(&ExportKind::Torchtune) && kinds.contains(&ExportKind::Unsloth));
+}
+
+#[test]
+fn unsloth_calls_use_unsloth_s_argument_names() {
+    let keys = library_keys();
+    let mut real = names(&keys["unsloth"]["from_pretrained"]);
+    real.extend(names(&keys["unsloth"]["get_peft_model"]));
+    let mut seen = 0;
+    for (name, k, text) in all_exports() {
+        if k != ExportKind::Unsloth {
+            continue;
+        }
+        seen += 1;
+        assert!(brackets_balance(&text), "{name}");
+        for kw in python_kwargs(&text) {
+            assert!(real.contains(&kw), "{name}: Unsloth takes no {kw}\n{text}");
+        }
+        assert!(
+            text.contains("FastLanguageModel.from_pretrained("),
+            "{name}"
+        );
+    }
+    assert!(seen >= 1);
+    let (w, r) = fixture("train-qlora");
+    let text = render(ExportKind::Unsloth, &w, &r);
+    assert!(text.contains("load_in_4bit=True"), "{text}");
+    assert!(
+        text.contains("target_modules=[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\"]"),
+        "{text}"
+    );
+}
+
 /// One golden file per export kind: (fixture, kind).
 const GOLDEN: &[(&str, ExportKind)] = &[
     ("train-4gpu", ExportKind::DeepSpeed),
@@ -886,6 +1183,8 @@ const GOLDEN: &[(&str, ExportKind)] = &[
     ("train-4gpu", ExportKind::HfTrainingCli),
     ("train-4gpu", ExportKind::AccelerateFsdp),
     ("train-qlora", ExportKind::Peft),
+    ("train-lora-fsdp-offload", ExportKind::Torchtune),
+    ("train-qlora", ExportKind::Unsloth),
     ("llamacpp", ExportKind::LlamaCpp),
     ("llamacpp", ExportKind::Ollama),
     ("llamacpp-split", ExportKind::LmStudio),
@@ -1016,6 +1315,24 @@ fn the_checkers_themselves_catch_mistakes() {
     assert!(
         parse_yaml("a:\n  b: \"no\"\nc: true\n")
             .is_ok_and(|v| v["a"]["b"] == "no" && v["c"] == true)
+    );
+    assert!(
+        parse_yaml("a: [q_proj, \"no\"]\nb: null\n")
+            .is_ok_and(|v| v["a"] == serde_json::json!(["q_proj", "no"]) && v["b"].is_null())
+    );
+    // The torchtune checker refuses a key the recipe does not read and an argument the builder
+    // does not take.
+    let (w, r) = fixture("train-qlora");
+    let good = parse_yaml(&render(ExportKind::Torchtune, &w, &r)).unwrap();
+    assert_eq!(torchtune_problems(&good), Vec::<String>::new());
+    let mut bad = good.clone();
+    bad["enable_activation_offload"] = Value::Bool(true);
+    bad["model"]["lora_targets"] = Value::Bool(true);
+    assert_eq!(
+        torchtune_problems(&bad).len(),
+        2,
+        "{:?}",
+        torchtune_problems(&bad)
     );
 }
 

@@ -152,9 +152,9 @@ pub struct PlanArgs {
     #[arg(long)]
     pub min_tokens_per_s: Option<f64>,
     /// Print the planned settings for a tool instead of the table: deepspeed, hf-training,
-    /// hf-training-cli, accelerate-fsdp, peft, llama.cpp, ollama, lm-studio, vllm, transformers,
-    /// comfyui, diffusers, allocator, report, report-json, or `all` (what applies). Repeat or
-    /// list.
+    /// hf-training-cli, accelerate-fsdp, peft, torchtune, unsloth, llama.cpp, ollama, lm-studio,
+    /// vllm, transformers, comfyui, diffusers, allocator, report, report-json, or `all` (what
+    /// applies). Repeat or list.
     #[arg(long, value_delimiter = ',')]
     pub export: Vec<String>,
     /// Write the exports here (a file for one, a directory for several) instead of stdout.

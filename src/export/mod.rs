@@ -1,6 +1,6 @@
 //! Exports: a plan turned into the exact settings of the tool the user runs (DeepSpeed,
-//! Hugging Face Trainer, accelerate, PEFT, llama.cpp, ollama, LM Studio, vLLM, transformers, ComfyUI,
-//! diffusers), allocator advice, and a Markdown/JSON report of the plan.
+//! Hugging Face Trainer, accelerate, PEFT, torchtune, Unsloth, llama.cpp, ollama, LM Studio, vLLM,
+//! transformers, ComfyUI, diffusers), allocator advice, and a Markdown/JSON report of the plan.
 //!
 //! Every export is rendered from the *planned* workload: the workload with the plan's strategies
 //! applied (`planned`), so what the user pastes is what the planner checked. Which exports
@@ -15,7 +15,9 @@ pub mod diffusers;
 pub mod hf_training;
 pub mod peft;
 pub mod report;
+pub mod torchtune;
 pub mod transformers;
+pub mod unsloth;
 pub mod vllm;
 pub mod workload_file;
 
@@ -39,6 +41,8 @@ choice!(
         HfTrainingCli = "hf-training-cli" | "training-args-cli",
         AccelerateFsdp = "accelerate-fsdp" | "fsdp" | "accelerate",
         Peft = "peft" | "lora" | "loraconfig",
+        Torchtune = "torchtune" | "tune",
+        Unsloth = "unsloth",
         LlamaCpp = "llama.cpp" | "llama-server" | "llamacpp" | "llama-cpp",
         Ollama = "ollama" | "modelfile",
         LmStudio = "lm-studio" | "lmstudio" | "lms",
@@ -61,6 +65,8 @@ impl ExportKind {
             ExportKind::HfTrainingCli => "train_flags.sh",
             ExportKind::AccelerateFsdp => "accelerate_fsdp.yaml",
             ExportKind::Peft => "peft_config.py",
+            ExportKind::Torchtune => "torchtune.yaml",
+            ExportKind::Unsloth => "unsloth_model.py",
             ExportKind::LlamaCpp => "llama-server.sh",
             ExportKind::Ollama => "Modelfile",
             ExportKind::LmStudio => "lmstudio-load.ts",
@@ -80,9 +86,10 @@ impl ExportKind {
             ExportKind::DeepSpeed | ExportKind::ReportJson => "json",
             ExportKind::HfTraining
             | ExportKind::Peft
+            | ExportKind::Unsloth
             | ExportKind::Transformers
             | ExportKind::Diffusers => "python",
-            ExportKind::AccelerateFsdp => "yaml",
+            ExportKind::AccelerateFsdp | ExportKind::Torchtune => "yaml",
             ExportKind::Report => "markdown",
             ExportKind::Ollama => "text",
             ExportKind::LmStudio => "typescript",
@@ -180,6 +187,13 @@ fn kinds_of(w: &AnyWorkload, os: Os) -> Vec<ExportKind> {
             if l.run.method != crate::memory::Method::Full {
                 k.push(K::Peft);
             }
+            // Offered where the tool can run the plan (`render_on` says why not otherwise).
+            if torchtune::config(l).is_ok() {
+                k.push(K::Torchtune);
+            }
+            if unsloth::render(l).is_ok() {
+                k.push(K::Unsloth);
+            }
             if torch_on_nvidia_linux(&l.gpu) {
                 k.push(K::Allocator);
             }
@@ -236,6 +250,16 @@ fn render_on(
 ) -> Result<String, String> {
     let p = basis.workload(w, r);
     let kinds = kinds_of(&p, os);
+    // A training export its tool cannot run says why.
+    match (kind, &p) {
+        (ExportKind::Torchtune, AnyWorkload::Llm(l)) if l.run.task == Task::Training => {
+            torchtune::config(l).map_err(|e| format!("export 'torchtune': {e}"))?;
+        }
+        (ExportKind::Unsloth, AnyWorkload::Llm(l)) if l.run.task == Task::Training => {
+            unsloth::render(l).map_err(|e| format!("export 'unsloth': {e}"))?;
+        }
+        _ => {}
+    }
     if !kinds.contains(&kind) {
         return Err(format!(
             "export '{kind}' does not apply to {}; available: {}",
@@ -256,6 +280,8 @@ fn render_on(
         (ExportKind::HfTrainingCli, AnyWorkload::Llm(l)) => hf_training::cli(l),
         (ExportKind::AccelerateFsdp, AnyWorkload::Llm(l)) => accelerate_fsdp::render(l),
         (ExportKind::Peft, AnyWorkload::Llm(l)) => peft::render(l),
+        (ExportKind::Torchtune, AnyWorkload::Llm(l)) => torchtune::render(l)?,
+        (ExportKind::Unsloth, AnyWorkload::Llm(l)) => unsloth::render(l)?,
         (ExportKind::LlamaCpp, AnyWorkload::Llm(l)) => llama_cpp::render(l),
         (ExportKind::Ollama, AnyWorkload::Llm(l)) => ollama::render(l),
         (ExportKind::LmStudio, AnyWorkload::Llm(l)) => lm_studio::render(l),

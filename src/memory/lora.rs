@@ -187,6 +187,8 @@ struct Selection {
     assumed: bool,
     /// The modules one block of the model has, for messages.
     module_names: Vec<&'static str>,
+    /// The leaf names of the adapted linear modules, in the model's order.
+    leaves: Vec<String>,
 }
 
 /// One linear module of the model, by its full key.
@@ -385,6 +387,7 @@ fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
         layout: layout_name,
         assumed,
         module_names,
+        leaves: Vec::new(),
     };
     let regex = match targets {
         LoraTargets::Regex(p) => match regex::Regex::new(&format!("^(?:{p})$")) {
@@ -428,6 +431,7 @@ fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
             continue;
         }
         any = true;
+        push_unique(&mut s.leaves, m.leaf());
         ad.width_sum += m.input + m.out;
         ad.widest = ad.widest.max(m.input).max(m.out);
         ad.count += 1.0;
@@ -498,6 +502,19 @@ fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
 /// refuses them (the workload is checked when it is read).
 pub fn adapters(a: &ModelArch, targets: &LoraTargets) -> Adapters {
     select(a, targets).adapters
+}
+
+/// The adapted modules as leaf names (`q_proj`, `lm_head` …), where adapting those names in
+/// every block selects exactly what `targets` does: what a tool taking only module names
+/// applied to every layer (torchtune's builders, Unsloth's `target_modules`) can be given.
+/// `None` when the targets pick some blocks only, routed experts, or nothing valid.
+pub fn leaf_names(a: &ModelArch, targets: &LoraTargets) -> Option<Vec<String>> {
+    let s = select(a, targets);
+    if s.problem.is_some() || !s.unmatched.is_empty() || s.adapters.experts {
+        return None;
+    }
+    let again = LoraTargets::from_names(&s.leaves).ok()?;
+    (select(a, &again).adapters == s.adapters).then_some(s.leaves)
 }
 
 /// Refuses a target list naming a module the model does not have (PEFT itself raises only when
@@ -683,6 +700,33 @@ mod tests {
             ),
             adapters(&gpt2, &LoraTargets::Attention)
         );
+    }
+
+    #[test]
+    fn leaf_names_say_a_selection_as_names_where_they_can() {
+        let a = llama31_8b();
+        let all = leaf_names(&a, &LoraTargets::AllLinear).unwrap();
+        assert_eq!(
+            all,
+            [
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj"
+            ]
+        );
+        let qv: LoraTargets = r".*\.(q|v)_proj".parse().unwrap();
+        assert_eq!(leaf_names(&a, &qv).unwrap(), ["q_proj", "v_proj"]);
+        // One layer only is not a per-name selection.
+        let one: LoraTargets = r"model\.layers\.0\.self_attn\.q_proj".parse().unwrap();
+        assert_eq!(leaf_names(&a, &one), None);
+        // gpt2's attention output `attn.c_proj` shares its leaf name with the MLP's.
+        let mut gpt2 = llama31_8b();
+        gpt2.model_type = Some("gpt2".into());
+        assert_eq!(leaf_names(&gpt2, &LoraTargets::Attention), None);
     }
 
     #[test]
