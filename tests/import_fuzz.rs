@@ -488,3 +488,123 @@ fn fuzz_names_with_control_characters() {
         }
     }
 }
+
+// ---- SMBIOS tables (src/catalog/smbios.rs): this machine's memory modules ----
+
+use vram_doctor::catalog::smbios::{memory_devices, ram_reading, windows_raw_table};
+
+fn smbios(d: &[u8]) -> Result<(), String> {
+    let devices = memory_devices(d);
+    if let Some(r) = ram_reading(&devices) {
+        assert!(r.gbps.is_finite() && r.gbps >= 0.0, "{r:?}");
+    }
+    if let Some(t) = windows_raw_table(d) {
+        memory_devices(t);
+    }
+    Ok(())
+}
+
+/// A desktop's table: a BIOS structure with a string, two DDR4 DIMMs on two channels, an
+/// empty slot, the end marker.
+fn smbios_desktop() -> Vec<u8> {
+    [
+        vec![0, 4, 0, 0, b'x', 0, 0],
+        smbios_type17(16384, 0x1A, 3200, 64, "DIMM_A1", "BANK 0"),
+        smbios_type17(0, 0x1A, 0, 64, "DIMM_A2", "BANK 1"),
+        smbios_type17(16384, 0x1A, 3200, 64, "DIMM_B1", "BANK 2"),
+        smbios_end(),
+    ]
+    .concat()
+}
+
+#[test]
+fn fuzz_smbios() {
+    let lpddr: Vec<u8> = ["A", "B", "C", "D"]
+        .iter()
+        .flat_map(|c| smbios_type17(4096, 0x23, 7500, 16, &format!("Controller0-Channel{c}"), ""))
+        .collect();
+    let mut raw = vec![0, 3, 3, 0];
+    raw.extend_from_slice(&(lpddr.len() as u32).to_le_bytes());
+    raw.extend_from_slice(&lpddr);
+    fuzz_bytes(
+        "smbios",
+        smbios,
+        vec![smbios_desktop(), lpddr, raw],
+        0x0053_1717,
+    );
+}
+
+#[test]
+fn smbios_modules_read_as_channels_times_width_times_speed() {
+    let d = memory_devices(&smbios_desktop());
+    assert_eq!(d.len(), 2, "the empty slot is not a module: {d:?}");
+    let r = ram_reading(&d).unwrap();
+    assert_eq!(r.ram_bytes, 32 << 30);
+    assert!((r.gbps - 51.2).abs() < 1e-9, "{r:?}");
+    assert_eq!(r.description, "2 x DDR4-3200, 2 channels x 64 bit (SMBIOS)");
+    // Four DDR5 DIMMs on two channels share them: the bandwidth of two.
+    let t: Vec<u8> = [
+        ("DIMM 0", "A"),
+        ("DIMM 1", "A"),
+        ("DIMM 0", "B"),
+        ("DIMM 1", "B"),
+    ]
+    .iter()
+    .flat_map(|(dev, ch)| smbios_type17(8192, 0x22, 5600, 64, dev, &format!("P0 CHANNEL {ch}")))
+    .collect();
+    let r = ram_reading(&memory_devices(&t)).unwrap();
+    assert!((r.gbps - 89.6).abs() < 1e-9, "{r:?}");
+    // LPDDR5X: eight 16-bit devices on two controllers, each its own channel: 128 bits.
+    let t: Vec<u8> = ["0", "1"]
+        .iter()
+        .flat_map(|ctl| {
+            ["A", "B", "C", "D"].map(|c| {
+                smbios_type17(
+                    2048,
+                    0x23,
+                    7500,
+                    16,
+                    &format!("Controller{ctl}-Channel{c}"),
+                    "BANK 0",
+                )
+            })
+        })
+        .flatten()
+        .collect();
+    let r = ram_reading(&memory_devices(&t)).unwrap();
+    assert!((r.gbps - 120.0).abs() < 1e-9, "{r:?}");
+    // Slots that name no channel count one channel per module, at the slowest module's speed,
+    // and say so.
+    let t = [
+        smbios_type17(8192, 0x1A, 2666, 64, "Slot1", ""),
+        smbios_type17(8192, 0x1A, 2400, 64, "Slot2", ""),
+    ]
+    .concat();
+    let r = ram_reading(&memory_devices(&t)).unwrap();
+    assert!((r.gbps - 2.0 * 8.0 * 2.4).abs() < 1e-9, "{r:?}");
+    assert!(
+        r.description.contains("one per module"),
+        "{}",
+        r.description
+    );
+}
+
+#[test]
+fn smbios_extended_fields_windows_header_and_broken_tables() {
+    let mut s = smbios_type17(0x7FFF, 0x22, 0xFFFF, 64, "A", "B");
+    s[0x1C..0x20].copy_from_slice(&65536u32.to_le_bytes());
+    s[0x58..0x5C].copy_from_slice(&8000u32.to_le_bytes());
+    s[0x54..0x58].copy_from_slice(&8000u32.to_le_bytes());
+    let mut raw = vec![0, 3, 3, 0];
+    raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    raw.extend_from_slice(&s);
+    let d = memory_devices(windows_raw_table(&raw).unwrap());
+    assert_eq!((d[0].size_bytes, d[0].speed_mts), (64 << 30, Some(8000)));
+    assert!(windows_raw_table(&[1, 2, 3]).is_none());
+    // A table cut short keeps only the structures that were whole.
+    for cut in 0..s.len() {
+        assert!(memory_devices(&s[..cut]).is_empty(), "cut at {cut}");
+    }
+    assert!(memory_devices(&[17, 2, 0, 0, 0, 0]).is_empty());
+    assert!(ram_reading(&[]).is_none());
+}

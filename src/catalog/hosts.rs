@@ -1,7 +1,10 @@
 //! The host a GPU sits in: how much system RAM it has (what CPU offload must fit in) and how
 //! fast it reads (what layers and experts left in system RAM cost per token). Presets in
-//! `presets/hosts.toml`; this machine's RAM from `/proc/meminfo`.
+//! `presets/hosts.toml`; this machine's RAM size from `/proc/meminfo` (Linux) or
+//! `GlobalMemoryStatusEx` (Windows), its bandwidth from the memory modules its SMBIOS table
+//! lists (`smbios`).
 
+use super::smbios;
 use crate::types::error::BadField;
 use crate::types::workload::{GpuSection, Host};
 use serde::Deserialize;
@@ -97,11 +100,131 @@ pub fn resolve(g: &GpuSection) -> Result<Host, BadField> {
     Ok(h)
 }
 
-/// This machine's total RAM in GiB, from `MemTotal` of `/proc/meminfo` (Linux); `None`
-/// elsewhere or when it cannot be read.
+/// This machine's total RAM in GiB: `MemTotal` of `/proc/meminfo` on Linux, `ullTotalPhys` of
+/// `GlobalMemoryStatusEx` on Windows; `None` elsewhere or when it cannot be read.
 pub fn this_machine_ram_gib() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    meminfo_total_gib(&text)
+    #[cfg(windows)]
+    {
+        windows::total_phys().map(|b| b as f64 / f64::from(1u32 << 30))
+    }
+    #[cfg(not(windows))]
+    {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        meminfo_total_gib(&text)
+    }
+}
+
+/// This machine's memory modules as its SMBIOS table lists them, or why they cannot be read.
+pub fn this_machine_ram() -> Result<smbios::RamReading, String> {
+    let table = smbios_table()?;
+    smbios::ram_reading(&smbios::memory_devices(&table))
+        .ok_or_else(|| "its SMBIOS table lists no memory module with a speed".into())
+}
+
+/// The host of a plan for this machine that names no host (neither `gpu.host` nor
+/// `gpu.host_ram_gbps`): its modules' bandwidth where the SMBIOS table can be read, else the
+/// assumed preset with the reason in the source the speed basis prints.
+pub fn this_machine(h: &mut Host) {
+    match this_machine_ram() {
+        Ok(r) => {
+            h.ram_gbps = r.gbps;
+            h.source = format!("this machine: {}", r.description);
+        }
+        Err(why) => {
+            h.source = format!(
+                "{} (assumed: {why}; set gpu.host or gpu.host_ram_gbps)",
+                default_preset().name
+            );
+        }
+    }
+}
+
+/// Linux: `/sys/firmware/dmi/tables/DMI`, the raw table, which the kernel makes readable by
+/// root only (`drivers/firmware/dmi-sysfs.c` / `dmi_scan.c`: mode 0400).
+#[cfg(target_os = "linux")]
+fn smbios_table() -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    const PATH: &str = "/sys/firmware/dmi/tables/DMI";
+    let f = std::fs::File::open(PATH).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => format!("{PATH} is readable by root only"),
+        std::io::ErrorKind::NotFound => format!("this system has no {PATH}"),
+        _ => format!("{PATH}: {e}"),
+    })?;
+    let mut table = Vec::new();
+    f.take(1 << 20)
+        .read_to_end(&mut table)
+        .map_err(|e| format!("{PATH}: {e}"))?;
+    Ok(table)
+}
+
+#[cfg(windows)]
+fn smbios_table() -> Result<Vec<u8>, String> {
+    windows::smbios().ok_or_else(|| "GetSystemFirmwareTable('RSMB') returned no table".into())
+}
+
+#[cfg(not(any(target_os = "linux", windows)))]
+fn smbios_table() -> Result<Vec<u8>, String> {
+    Err("memory modules are read on Linux and Windows only".into())
+}
+
+/// The two Windows calls, in kernel32 (which every Rust program on Windows links).
+#[cfg(windows)]
+mod windows {
+    #[repr(C)]
+    struct MemoryStatusEx {
+        length: u32,
+        memory_load: u32,
+        total_phys: u64,
+        avail_phys: u64,
+        total_page_file: u64,
+        avail_page_file: u64,
+        total_virtual: u64,
+        avail_virtual: u64,
+        avail_extended_virtual: u64,
+    }
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GlobalMemoryStatusEx(buffer: *mut MemoryStatusEx) -> i32;
+        fn GetSystemFirmwareTable(provider: u32, id: u32, buffer: *mut u8, size: u32) -> u32;
+    }
+
+    /// `GlobalMemoryStatusEx`'s physical memory, bytes.
+    pub fn total_phys() -> Option<u64> {
+        let mut m = MemoryStatusEx {
+            length: std::mem::size_of::<MemoryStatusEx>() as u32,
+            memory_load: 0,
+            total_phys: 0,
+            avail_phys: 0,
+            total_page_file: 0,
+            avail_page_file: 0,
+            total_virtual: 0,
+            avail_virtual: 0,
+            avail_extended_virtual: 0,
+        };
+        // SAFETY: `m` is a MEMORYSTATUSEX with dwLength set, as the call requires.
+        let ok = unsafe { GlobalMemoryStatusEx(&mut m) };
+        (ok != 0 && m.total_phys > 0).then_some(m.total_phys)
+    }
+
+    /// The SMBIOS table without its `RawSMBIOSData` header: the first call asks the size,
+    /// the second fills a buffer of that size (at most 1 MiB).
+    pub fn smbios() -> Option<Vec<u8>> {
+        const RSMB: u32 = u32::from_be_bytes(*b"RSMB");
+        // SAFETY: a null buffer of size 0 asks for the size only.
+        let n = unsafe { GetSystemFirmwareTable(RSMB, 0, std::ptr::null_mut(), 0) };
+        if n == 0 || n > 1 << 20 {
+            return None;
+        }
+        let mut buf = vec![0u8; n as usize];
+        // SAFETY: `buf` holds `n` writable bytes.
+        let got = unsafe { GetSystemFirmwareTable(RSMB, 0, buf.as_mut_ptr(), n) };
+        if got == 0 || got > n {
+            return None;
+        }
+        buf.truncate(got as usize);
+        super::smbios::windows_raw_table(&buf).map(<[u8]>::to_vec)
+    }
 }
 
 /// `MemTotal:  32791756 kB` → GiB (the kernel's "kB" is KiB).
@@ -140,6 +263,26 @@ mod tests {
         assert!((g - 31.27).abs() < 0.01, "{g}");
         assert_eq!(meminfo_total_gib("nothing"), None);
         assert_eq!(meminfo_total_gib("MemTotal: lots kB"), None);
+    }
+
+    #[test]
+    fn this_machine_is_read_or_the_assumed_preset_says_why() {
+        let mut h = assumed();
+        this_machine(&mut h);
+        match this_machine_ram() {
+            Ok(r) => {
+                assert_eq!(h.ram_gbps, r.gbps);
+                assert!(h.source.starts_with("this machine: "), "{}", h.source);
+            }
+            Err(why) => {
+                assert_eq!(h.ram_gbps, default_preset().gbps);
+                assert!(
+                    h.source.contains(&why) && h.source.contains("assumed"),
+                    "{}",
+                    h.source
+                );
+            }
+        }
     }
 
     #[test]

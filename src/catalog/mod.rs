@@ -4,6 +4,7 @@
 mod gpus;
 pub mod hosts;
 mod models;
+pub mod smbios;
 pub mod user;
 
 pub use crate::types::gpu::{Gpu, GpuKind, Vendor};

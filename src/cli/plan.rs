@@ -373,18 +373,29 @@ impl PlanArgs {
 
     /// The resolved LLM workload; relative paths in a workload file are taken from its directory.
     pub fn resolve(&self) -> Result<Workload, CliError> {
-        Ok(self
-            .workload_file()?
-            .resolve(self.base(), Some(crate::import::load_model))?)
+        let f = self.workload_file()?;
+        let mut w = f.resolve(self.base(), Some(crate::import::load_model))?;
+        this_machines_host(&f, &mut w);
+        Ok(w)
     }
 
     /// The resolved workload of any task.
     pub fn resolve_any(&self) -> Result<AnyWorkload, CliError> {
-        Ok(resolve_any(
-            &self.workload_file()?,
-            self.base(),
-            Some(crate::import::load_model),
-        )?)
+        let f = self.workload_file()?;
+        let mut any = resolve_any(&f, self.base(), Some(crate::import::load_model))?;
+        if let AnyWorkload::Llm(w) = &mut any {
+            this_machines_host(&f, w);
+        }
+        Ok(any)
+    }
+}
+
+/// Planning for this machine unless told otherwise: a workload that names no host (neither
+/// `gpu.host` nor `gpu.host_ram_gbps`) offloads at this machine's RAM bandwidth where its memory
+/// modules can be read (`catalog::hosts::this_machine`).
+fn this_machines_host(f: &WorkloadFile, w: &mut Workload) {
+    if f.gpu.host.is_none() && f.gpu.host_ram_gbps.is_none() {
+        crate::catalog::hosts::this_machine(&mut w.gpu.host);
     }
 }
 

@@ -322,3 +322,45 @@ pub fn llama_checkpoint(
     s.add("model.norm.weight", dtype, &[h])
         .add("lm_head.weight", dtype, &[vocab, h])
 }
+
+/// An SMBIOS Type 17 "Memory Device" structure of SMBIOS 3.3 (0x5C bytes; DSP0134 §7.18) with
+/// its strings (device and bank locator, each left out when empty): `size_mib` 0 is an empty slot, 0x7FFF says "see
+/// Extended Size"; `mts` is both the rated and the configured speed.
+pub fn smbios_type17(
+    size_mib: u16,
+    mem_type: u8,
+    mts: u16,
+    width: u16,
+    device: &str,
+    bank: &str,
+) -> Vec<u8> {
+    let mut s = vec![0u8; 0x5C];
+    s[0] = 17;
+    s[1] = 0x5C;
+    s[0x0A..0x0C].copy_from_slice(&width.to_le_bytes());
+    s[0x0C..0x0E].copy_from_slice(&size_mib.to_le_bytes());
+    s[0x12] = mem_type;
+    s[0x15..0x17].copy_from_slice(&mts.to_le_bytes());
+    s[0x20..0x22].copy_from_slice(&mts.to_le_bytes());
+    // Strings are numbered from 1 in the order written; an empty one is index 0, not written
+    // (DSP0134 §6.1.3: a string set holds no empty strings).
+    let mut strings = Vec::new();
+    for (at, text) in [(0x10, device), (0x11, bank)] {
+        if !text.is_empty() {
+            strings.extend_from_slice(text.as_bytes());
+            strings.push(0);
+            s[at] = (strings.iter().filter(|&&b| b == 0).count()) as u8;
+        }
+    }
+    if strings.is_empty() {
+        strings.push(0);
+    }
+    s.extend_from_slice(&strings);
+    s.push(0);
+    s
+}
+
+/// The SMBIOS end-of-table structure (Type 127).
+pub fn smbios_end() -> Vec<u8> {
+    vec![127, 4, 0, 0, 0, 0]
+}
