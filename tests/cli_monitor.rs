@@ -112,6 +112,18 @@ fn without_a_gpu_it_says_so_and_suggests_the_demo() {
     );
 }
 
+/// `--serve` on a port another program holds is the machine's refusal, not a bad flag: exit 1,
+/// one line naming the address (it was 2 while the exporter's error was text).
+#[test]
+fn a_taken_serve_port_exits_1() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = taken.local_addr().unwrap().to_string();
+    let out = monitor(&["--demo", "--count", "1", "--serve", &at]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot listen on {at}")), "{err}");
+}
+
 #[test]
 fn bad_flags_exit_2() {
     for args in [
@@ -121,6 +133,7 @@ fn bad_flags_exit_2() {
         &["--bogus"],
         &["--demo", "--replay", "x.jsonl"],
         &["--replay", "/nonexistent/rec.jsonl"],
+        &["--demo", "--count", "1", "--serve", "not an address"],
     ] {
         let out = monitor(args);
         assert_eq!(

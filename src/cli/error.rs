@@ -15,6 +15,7 @@ use crate::doctor::DoctorError;
 use crate::file_error::FileError;
 use crate::import::ImportError;
 use crate::resolve::ResolveError;
+use crate::telemetry::prometheus::ServeError;
 use crate::types::error::TextFileError;
 use crate::watch::WatchError;
 
@@ -50,6 +51,9 @@ pub enum CliError {
     /// A `--gpu`/`--model` name only the user's presets could hold, and that file unusable.
     #[error(transparent)]
     UserPresets(#[from] UnusablePresets),
+    /// `monitor --serve ADDR`: an address that is not one, or one the system will not listen on.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
     /// A watched run that could not start, or its report that could not be kept.
     #[error(transparent)]
     Watch(#[from] WatchError),
@@ -91,6 +95,8 @@ impl CliError {
             CliError::Resolve(_) => EXIT_ENVIRONMENT,
             CliError::UserPresets(e) if e.source.is_bad_input() => EXIT_BAD_INPUT,
             CliError::UserPresets(_) => EXIT_ENVIRONMENT,
+            CliError::Serve(e) if e.is_bad_input() => EXIT_BAD_INPUT,
+            CliError::Serve(_) => EXIT_ENVIRONMENT,
             CliError::BadInput(_)
             | CliError::Doctor(_)
             | CliError::File(FileError::Refused { .. }) => EXIT_BAD_INPUT,

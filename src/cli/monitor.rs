@@ -11,7 +11,9 @@ use crate::telemetry::detect::Alert;
 use crate::telemetry::nvml::NvmlSource;
 use crate::telemetry::pdh::{CountersSource, RecordedCounters};
 use crate::telemetry::pdh_csv;
-use crate::telemetry::prometheus::{self, Exporter, Limits, Predicted, PrometheusSource};
+use crate::telemetry::prometheus::{
+    self, Exporter, Limits, Predicted, PrometheusSource, ServeError,
+};
 use crate::telemetry::record::{DEFAULT_MAX_BYTES, Recorder};
 use crate::telemetry::replay::ReplaySource;
 use crate::telemetry::{
@@ -348,7 +350,7 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
 
 /// Starts the metrics server; says where it listens, and warns when that is reachable from
 /// other machines (process names are in the metrics).
-fn serve(addr: &str) -> Result<Exporter, String> {
+fn serve(addr: &str) -> Result<Exporter, ServeError> {
     let e = Exporter::start(addr, Limits::default())?;
     let at = e.local_addr();
     eprintln!("serving Prometheus metrics at http://{at}/metrics");

@@ -16,7 +16,7 @@ use super::text::{CONTENT_TYPE, Writer};
 use crate::telemetry::Session;
 use crate::telemetry::detect::{AlertKind, Detectors};
 use crate::telemetry::sample::{GpuSample, GpuStatus, ProcessKind, Snapshot, SourceKind};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -63,6 +63,35 @@ const NO_SAMPLE: &str = "# vram-doctor: no sample yet\n";
 type Slot = Arc<Mutex<Arc<String>>>;
 
 /// The HTTP server thread. Dropping it stops the server.
+/// Why the metrics server could not start: an address that is not one (the user's), or the
+/// system refusing to listen there or to start the server (the machine's).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `ADDR` does not parse or resolve as host:port: the user gives another.
+    #[error("cannot listen on {addr}: {source}")]
+    Address {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The address is in use, not this machine's, or not permitted.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start the metrics server thread: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
+impl ServeError {
+    /// True when the input is at fault, false when the system is.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, ServeError::Address { .. })
+    }
+}
+
 pub struct Exporter {
     addr: SocketAddr,
     slot: Slot,
@@ -72,17 +101,29 @@ pub struct Exporter {
 
 impl Exporter {
     /// Listens on `addr` (`host:port`; port 0 picks a free one, see [`Exporter::local_addr`]).
-    pub fn start(addr: &str, limits: Limits) -> Result<Exporter, String> {
-        let listener =
-            TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        let local = listener.local_addr().map_err(|e| e.to_string())?;
+    pub fn start(addr: &str, limits: Limits) -> Result<Exporter, ServeError> {
+        let shown = || crate::printable::printable_cut(addr, 120);
+        // Resolved first, so an address that is not one is told from one the system refuses.
+        let at: Vec<SocketAddr> = addr
+            .to_socket_addrs()
+            .map_err(|source| ServeError::Address {
+                addr: shown(),
+                source,
+            })?
+            .collect();
+        let listen = |source| ServeError::Listen {
+            addr: shown(),
+            source,
+        };
+        let listener = TcpListener::bind(&at[..]).map_err(listen)?;
+        let local = listener.local_addr().map_err(listen)?;
         let slot: Slot = Arc::new(Mutex::new(Arc::new(String::from(NO_SAMPLE))));
         let stop = Arc::new(AtomicBool::new(false));
         let (s, st) = (slot.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("metrics-server".into())
             .spawn(move || serve(&listener, &s, &st, limits))
-            .map_err(|e| format!("cannot start the metrics server thread: {e}"))?;
+            .map_err(ServeError::Thread)?;
         Ok(Exporter {
             addr: local,
             slot,
@@ -670,6 +711,26 @@ mod tests {
         let mut out = String::new();
         let _ = s.read_to_string(&mut out);
         out
+    }
+
+    #[test]
+    fn an_address_that_is_not_one_is_told_from_one_that_is_taken() {
+        let Err(e) = Exporter::start("not an address", Limits::default()) else {
+            panic!("listening on 'not an address'");
+        };
+        assert!(e.is_bad_input(), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("cannot listen on not an address: "),
+            "{e}"
+        );
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = taken.local_addr().unwrap().to_string();
+        let Err(e) = Exporter::start(&at, Limits::default()) else {
+            panic!("listening on {at}, which is taken");
+        };
+        assert!(matches!(e, ServeError::Listen { .. }), "{e:?}");
+        assert!(!e.is_bad_input());
     }
 
     #[test]

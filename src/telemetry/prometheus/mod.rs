@@ -11,5 +11,5 @@ pub mod http;
 pub mod remote;
 pub mod text;
 
-pub use exporter::{DEFAULT_ADDR, Exporter, Limits, Predicted};
+pub use exporter::{DEFAULT_ADDR, Exporter, Limits, Predicted, ServeError};
 pub use remote::PrometheusSource;
