@@ -7,9 +7,52 @@ use crate::memory::{Device, DeviceMemory, Workload, WorkloadFile};
 use crate::plan::{Details, PlanResult, plan_any};
 use crate::resolve::resolve_any;
 use crate::types::options::*;
+use crate::types::workload::RunSection;
 use crate::units::human;
 use clap::Args;
 use std::path::{Path, PathBuf};
+
+/// `RunFlags` from the rows of `run_fields!` (`types/run_fields.rs`): one flag per `[run]`
+/// field, in the file's order, and `apply`, which sets each given flag's field. A row's
+/// `value` flag is an `Option` of the field's type, `on`/`off` a switch setting `true`/`false`.
+macro_rules! run_flags {
+    (@rows [$($flags:tt)*] [$($value:ident)*] [$($on:ident)*] [$($off:ident)*]) => {
+        /// The `[run]` fields of the workload file as `plan` flags.
+        #[derive(Debug, Args, Default)]
+        pub struct RunFlags {
+            $($flags)*
+        }
+
+        impl RunFlags {
+            /// The file's `[run]` with each field given as a flag set from it.
+            pub fn apply(&self, r: &mut RunSection) {
+                $(set(&mut r.$value, self.$value.clone());)*
+                $(set(&mut r.$on, self.$on.then_some(true));)*
+                $(set(&mut r.$off, self.$off.then_some(false));)*
+            }
+        }
+    };
+    (@rows [$($flags:tt)*] [$($value:ident)*] $on:tt $off:tt
+        $(#[$doc:meta])* $name:ident: $ty:ty, $kind:ident, value($($arg:tt)*) { $(#[$help:meta])* },
+        $($rest:tt)*) => {
+        run_flags!(@rows [$($flags)* $(#[$help])* #[arg($($arg)*)] pub $name: Option<$ty>,]
+            [$($value)* $name] $on $off $($rest)*);
+    };
+    (@rows [$($flags:tt)*] $value:tt [$($on:ident)*] $off:tt
+        $(#[$doc:meta])* $name:ident: $ty:ty, $kind:ident, on($($arg:tt)*) { $(#[$help:meta])* },
+        $($rest:tt)*) => {
+        run_flags!(@rows [$($flags)* $(#[$help])* #[arg($($arg)*)] pub $name: bool,]
+            $value [$($on)* $name] $off $($rest)*);
+    };
+    (@rows [$($flags:tt)*] $value:tt $on:tt [$($off:ident)*]
+        $(#[$doc:meta])* $name:ident: $ty:ty, $kind:ident, off($($arg:tt)*) { $(#[$help:meta])* },
+        $($rest:tt)*) => {
+        run_flags!(@rows [$($flags)* $(#[$help])* #[arg($($arg)*)] pub $name: bool,]
+            $value $on [$($off)* $name] $($rest)*);
+    };
+    ($($rows:tt)*) => { run_flags!(@rows [] [] [] [] $($rows)*); };
+}
+crate::types::run_fields::run_fields!(run_flags);
 
 /// Flags mirror the workload file's fields; a flag overrides the file.
 #[derive(Debug, Args, Default)]
@@ -53,89 +96,12 @@ pub struct PlanArgs {
     /// A model file: config.json, *.safetensors, *.safetensors.index.json or *.gguf.
     #[arg(long)]
     pub model_file: Option<PathBuf>,
-    #[arg(long)]
-    pub task: Option<Task>,
-    /// Weight format: fp32 fp16 bf16 fp8 int8 nf4 gptq-4bit awq-4bit q8_0 q6_k q5_k_m q4_k_m q4_0 q3_k_m q2_k …
-    #[arg(long)]
-    pub weights: Option<String>,
-    /// Sequences processed together.
-    #[arg(long)]
-    pub batch: Option<i64>,
-    /// Tokens per sequence (prompt + generated).
-    #[arg(long)]
-    pub seq: Option<i64>,
-    /// Prompt tokens processed in one forward pass (defaults to --seq).
-    #[arg(long)]
-    pub prompt: Option<i64>,
-    #[arg(long)]
-    pub engine: Option<Engine>,
-    /// KV cache type: fp16 bf16 fp8 q8_0 q4_0.
-    #[arg(long)]
-    pub kv_cache: Option<String>,
-    #[arg(long)]
-    pub attention: Option<Attention>,
-    #[arg(long)]
-    pub method: Option<Method>,
-    #[arg(long)]
-    pub precision: Option<Precision>,
-    #[arg(long)]
-    pub optimizer: Option<Optimizer>,
-    /// How the optimizer step runs: foreach (PyTorch's CUDA default), fused, for-loop.
-    #[arg(long)]
-    pub optimizer_step: Option<OptimizerStep>,
-    /// torchtune optimizer_in_bwd: step each parameter in backward and free its gradient.
-    #[arg(long)]
-    pub optimizer_in_bwd: bool,
-    /// Move the checkpointed layers' inputs to CPU RAM (torchtune enable_activation_offloading).
-    #[arg(long)]
-    pub activation_offload: bool,
-    #[arg(long)]
-    pub checkpointing: Option<Checkpointing>,
-    /// Training loss: standard (full logits) or chunked (chunked / fused cross-entropy).
-    #[arg(long)]
-    pub loss: Option<Loss>,
-    /// What the model is trained for: causal-lm (the vocabulary's logits, default) or
-    /// classification (a small head).
-    #[arg(long)]
-    pub training_objective: Option<Objective>,
-    #[arg(long)]
-    pub lora_rank: Option<i64>,
-    /// Which linear modules get LoRA adapters, as PEFT's `target_modules`: all-linear,
-    /// attention, default (PEFT's own for the model type), names (q_proj,v_proj) or a
-    /// regular expression over the module keys (.*\.(q|v)_proj).
-    #[arg(long)]
-    pub lora_targets: Option<LoraTargets>,
-    #[arg(long)]
-    pub grad_accum: Option<i64>,
-    #[arg(long)]
-    pub zero_stage: Option<i64>,
-    #[arg(long)]
-    pub offload: Option<Offload>,
-    /// llama.cpp --ubatch-size (default 512).
-    #[arg(long)]
-    pub ubatch: Option<i64>,
-    /// vLLM --gpu-memory-utilization.
-    #[arg(long)]
-    pub gpu_memory_utilization: Option<f64>,
-    /// VRAM already used by other programs, GiB.
-    #[arg(long)]
-    pub other_gib: Option<f64>,
-    /// llama.cpp -ngl / ollama num_gpu: layers on the GPU (the output layer counts as the last);
-    /// absent = the planner chooses, as llama.cpp's --fit does.
-    #[arg(long, visible_alias = "ngl", allow_negative_numbers = true)]
-    pub gpu_layers: Option<i64>,
-    /// llama.cpp --n-cpu-moe: experts of the first N layers in system RAM.
-    #[arg(long, visible_alias = "n-cpu-moe")]
-    pub cpu_moe_layers: Option<i64>,
+    /// The `[run]` fields (`types/run_fields.rs`), each a flag.
+    #[command(flatten)]
+    pub run: RunFlags,
     /// llama.cpp --cpu-moe (-ot exps=CPU): every layer's experts in system RAM.
     #[arg(long)]
     pub cpu_moe: bool,
-    /// llama.cpp --no-kv-offload: the KV cache in system RAM.
-    #[arg(long)]
-    pub no_kv_offload: bool,
-    /// llama.cpp --fit-target: MiB --fit leaves free on the GPU (default 1024).
-    #[arg(long)]
-    pub fit_target: Option<f64>,
     /// System RAM of the machine planned for, GiB (default: this machine's).
     #[arg(long)]
     pub host_ram_gib: Option<f64>,
@@ -145,12 +111,6 @@ pub struct PlanArgs {
     /// Host memory preset: ddr4-3200-2ch, ddr5-6000-2ch, lpddr5x-7500-128bit … (presets/hosts.toml).
     #[arg(long)]
     pub host: Option<String>,
-    /// What the recommendation optimises: quality (best quality that fits) or speed.
-    #[arg(long)]
-    pub objective: Option<ObjectiveSpeed>,
-    /// Decode tokens/s above which keeping quality by offloading beats a quality loss (default 5).
-    #[arg(long)]
-    pub min_tokens_per_s: Option<f64>,
     /// Print the planned settings for a tool instead of the table: deepspeed, hf-training,
     /// hf-training-cli, accelerate-fsdp, peft, torchtune, unsloth, llama.cpp, ollama, lm-studio,
     /// vllm, transformers, comfyui, diffusers, allocator, report, report-json, or `all` (what
@@ -160,93 +120,9 @@ pub struct PlanArgs {
     /// Write the exports here (a file for one, a directory for several) instead of stdout.
     #[arg(long, requires = "export")]
     pub out: Option<PathBuf>,
-    // Diffusion (task diffusion; `--model` names a preset from `presets list diffusion`).
-    /// Image width in pixels (multiple of 8).
-    #[arg(long)]
-    pub width: Option<i64>,
-    /// Image height in pixels (multiple of 8).
-    #[arg(long)]
-    pub height: Option<i64>,
-    /// Output frames of a video model.
-    #[arg(long)]
-    pub frames: Option<i64>,
-    /// Decode the image in tiles (ComfyUI "VAE Decode (Tiled)", diffusers enable_vae_tiling).
-    #[arg(long)]
-    pub vae_tiling: bool,
-    /// Side of one tile of a tiled VAE decode, pixels (default 512).
-    #[arg(long)]
-    pub vae_tile: Option<i64>,
-    /// Sampling steps, for seconds per image (default 20).
-    #[arg(long)]
-    pub steps: Option<i64>,
-    /// Classifier-free guidance (cond + uncond batch): true or false (default: the model's usual).
-    #[arg(long)]
-    pub cfg: Option<bool>,
-    /// Stop at the latents: no VAE decode (diffusers output_type="latent").
-    #[arg(long)]
-    pub no_vae_decode: bool,
-    /// A tiny autoencoder (TAESD) instead of the full VAE.
-    #[arg(long)]
-    pub tiny_vae: bool,
-    /// diffusers enable_vae_slicing: decode a batch one image at a time.
-    #[arg(long)]
-    pub vae_slicing: bool,
-    /// ComfyUI VRAM mode: normal lowvram novram highvram gpu-only.
-    #[arg(long)]
-    pub vram_mode: Option<crate::memory::diffusion::VramMode>,
-    /// diffusers offloading: none model sequential.
-    #[arg(long)]
-    pub cpu_offload: Option<crate::memory::diffusion::CpuOffload>,
-    /// Text-encoder weights: one format, or one per encoder ("fp8,fp16,fp8").
-    #[arg(long)]
-    pub text_encoder_weights: Option<String>,
-    /// Run the text encoders on the CPU.
-    #[arg(long)]
-    pub text_encoder_on_cpu: bool,
-    /// LoRAs loaded (each of --lora-rank).
-    #[arg(long)]
-    pub loras: Option<i64>,
-    /// ControlNets loaded.
-    #[arg(long)]
-    pub controlnets: Option<i64>,
-    /// An IP-Adapter with its image encoder.
-    #[arg(long)]
-    pub ip_adapter: bool,
-    /// ComfyUI --reserve-vram, GiB (default: ComfyUI's for the memory mode and --os).
-    #[arg(long)]
-    pub reserve_vram_gib: Option<f64>,
-    /// ComfyUI dynamic VRAM: auto (neither flag, ComfyUI decides), on (--enable-dynamic-vram),
-    /// off (--disable-dynamic-vram).
-    #[arg(long)]
-    pub dynamic_vram: Option<crate::types::options::DynamicVram>,
-    /// ComfyUI --vram-headroom, GiB (dynamic VRAM only).
-    #[arg(long)]
-    pub vram_headroom_gib: Option<f64>,
-    /// The PyTorch version ComfyUI runs on ("2.7.1"); dynamic VRAM needs 2.8 or later.
-    #[arg(long)]
-    pub torch_version: Option<String>,
-    /// The OS ComfyUI runs on: windows linux (its default reserve differs).
-    #[arg(long)]
-    pub os: Option<crate::types::options::Os>,
-    // Games (task game).
     /// A game preset (see `vram-doctor presets list games`); implies --task game.
     #[arg(long)]
     pub game: Option<String>,
-    /// Display resolution: 2560x1440, 1440p, 4k.
-    #[arg(long)]
-    pub resolution: Option<String>,
-    /// Texture quality: low medium high ultra.
-    #[arg(long)]
-    pub texture_quality: Option<String>,
-    /// Ray tracing on.
-    #[arg(long)]
-    pub rt: bool,
-    /// Frame generation on.
-    #[arg(long)]
-    pub frame_gen: bool,
-    /// Upscaler: none quality balanced performance ultra-performance.
-    #[arg(long)]
-    pub upscaler: Option<String>,
 }
 
 impl PlanArgs {
@@ -276,82 +152,10 @@ impl PlanArgs {
             f.model.preset = self.model.clone();
             f.model.file = self.model_file.clone();
         }
-        let r = &mut f.run;
-        set(&mut r.task, self.task);
-        set(&mut r.weights, self.weights.clone());
-        set(&mut r.batch, self.batch);
-        set(&mut r.seq, self.seq);
-        set(&mut r.prompt, self.prompt);
-        set(&mut r.engine, self.engine);
-        set(&mut r.kv_cache, self.kv_cache.clone());
-        set(&mut r.attention, self.attention);
-        set(&mut r.method, self.method);
-        set(&mut r.precision, self.precision);
-        set(&mut r.optimizer, self.optimizer);
-        set(&mut r.optimizer_step, self.optimizer_step);
-        set(
-            &mut r.optimizer_in_bwd,
-            self.optimizer_in_bwd.then_some(true),
-        );
-        set(
-            &mut r.activation_offload,
-            self.activation_offload.then_some(true),
-        );
-        set(&mut r.checkpointing, self.checkpointing);
-        set(&mut r.loss, self.loss);
-        set(&mut r.objective, self.training_objective);
-        set(&mut r.lora_rank, self.lora_rank);
-        set(&mut r.lora_targets, self.lora_targets.clone());
-        set(&mut r.grad_accum, self.grad_accum);
-        set(&mut r.zero_stage, self.zero_stage);
-        set(&mut r.offload, self.offload);
-        set(&mut r.ubatch, self.ubatch);
-        set(&mut r.gpu_memory_utilization, self.gpu_memory_utilization);
-        set(&mut r.other_processes_gib, self.other_gib);
-        set(&mut r.gpu_layers, self.gpu_layers);
-        set(&mut r.cpu_moe_layers, self.cpu_moe_layers);
+        self.run.apply(&mut f.run);
         if self.cpu_moe {
-            r.cpu_moe_layers = Some(1_000_000);
+            f.run.cpu_moe_layers = Some(1_000_000);
         }
-        if self.no_kv_offload {
-            r.kv_offload = Some(false);
-        }
-        set(&mut r.fit_target_mib, self.fit_target);
-        set(&mut r.objective_speed, self.objective);
-        set(&mut r.min_tokens_per_s, self.min_tokens_per_s);
-        set(&mut r.width, self.width);
-        set(&mut r.height, self.height);
-        set(&mut r.frames, self.frames);
-        set(&mut r.vae_tiling, self.vae_tiling.then_some(true));
-        set(&mut r.vae_tile, self.vae_tile);
-        set(&mut r.steps, self.steps);
-        set(&mut r.cfg, self.cfg);
-        set(&mut r.vae_decode, self.no_vae_decode.then_some(false));
-        set(&mut r.tiny_vae, self.tiny_vae.then_some(true));
-        set(&mut r.vae_slicing, self.vae_slicing.then_some(true));
-        set(&mut r.vram_mode, self.vram_mode);
-        set(&mut r.cpu_offload, self.cpu_offload);
-        set(
-            &mut r.text_encoder_weights,
-            self.text_encoder_weights.clone(),
-        );
-        set(
-            &mut r.text_encoder_on_cpu,
-            self.text_encoder_on_cpu.then_some(true),
-        );
-        set(&mut r.loras, self.loras);
-        set(&mut r.controlnets, self.controlnets);
-        set(&mut r.ip_adapter, self.ip_adapter.then_some(true));
-        set(&mut r.reserve_vram_gib, self.reserve_vram_gib);
-        set(&mut r.dynamic_vram, self.dynamic_vram);
-        set(&mut r.vram_headroom_gib, self.vram_headroom_gib);
-        set(&mut r.torch_version, self.torch_version.clone());
-        set(&mut r.os, self.os);
-        set(&mut r.resolution, self.resolution.clone());
-        set(&mut r.texture_quality, self.texture_quality.clone());
-        set(&mut r.ray_tracing, self.rt.then_some(true));
-        set(&mut r.frame_generation, self.frame_gen.then_some(true));
-        set(&mut r.upscaler, self.upscaler.clone());
         if self.game.is_some() {
             f.model = Default::default();
             f.model.preset = self.game.clone();
@@ -788,46 +592,51 @@ mod tests {
     }
 
     /// Every field of the workload file's `[run]` can be set from the command line too ("flags
-    /// mirror the workload file's fields"): the fields read from the struct's source, each
-    /// looked up among `plan`'s long flags by its own name or the one it is known by.
+    /// mirror the workload file's fields"), and its flag sets that field and no other: each
+    /// flag of `RunFlags` given alone (with a value its parser takes), applied to an empty
+    /// `[run]`, which then holds exactly that field.
     #[test]
-    fn every_run_field_has_a_flag() {
-        // Fields whose flag has another name (mostly the tool's own: llama.cpp --no-kv-offload).
-        let renamed = [
-            ("objective", "training-objective"),
-            ("other_processes_gib", "other-gib"),
-            ("kv_offload", "no-kv-offload"),
-            ("fit_target_mib", "fit-target"),
-            ("objective_speed", "objective"),
-            ("ray_tracing", "rt"),
-            ("frame_generation", "frame-gen"),
-            ("vae_decode", "no-vae-decode"),
-        ];
-        let src = include_str!("../types/workload.rs");
-        let body = src
-            .split("pub struct RunSection {")
-            .nth(1)
-            .and_then(|b| b.split("\n}").next())
-            .expect("RunSection in types/workload.rs");
-        let fields: Vec<&str> = body
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("pub ")?.split(':').next())
-            .collect();
-        assert!(fields.len() > 40, "{fields:?}");
-        let cmd = <PlanArgs as clap::Args>::augment_args(clap::Command::new("plan"));
-        let flags: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
-        let missing: Vec<String> = fields
-            .iter()
-            .map(|f| match renamed.iter().find(|(n, _)| n == f) {
-                Some((_, flag)) => flag.to_string(),
-                None => f.replace('_', "-"),
-            })
-            .filter(|flag| !flags.contains(&flag.as_str()))
-            .collect();
-        assert!(
-            missing.is_empty(),
-            "[run] fields without a flag: {missing:?}"
-        );
+    fn every_run_field_has_a_flag_that_sets_it() {
+        use crate::types::workload::RUN_FIELDS;
+        let cmd = <RunFlags as clap::Args>::augment_args(clap::Command::new("plan"));
+        let ids: Vec<&str> = cmd.get_arguments().map(|a| a.get_id().as_str()).collect();
+        let names: Vec<&str> = RUN_FIELDS.iter().map(|f| f.name).collect();
+        assert_eq!(ids, names, "RunFlags' flags are not RunSection's fields");
+        assert!(names.len() > 40, "{names:?}");
+        for a in cmd.get_arguments() {
+            let long = format!("--{}", a.get_long().expect("a long flag"));
+            let takes_value = a.get_action().takes_values();
+            let parse = |value: Option<&str>| {
+                let args = ["plan", long.as_str()].into_iter().chain(value);
+                <RunFlags as clap::FromArgMatches>::from_arg_matches(
+                    &cmd.clone().try_get_matches_from(args)?,
+                )
+            };
+            let flags = if takes_value {
+                // A number, a switch's `true`, or the first choice the parser names.
+                ["1", "true"]
+                    .iter()
+                    .find_map(|v| parse(Some(v)).ok())
+                    .or_else(|| {
+                        let e = parse(Some("?")).err()?.to_string();
+                        let first = e.split("use one of: ").nth(1)?.split([',', '\n']).next()?;
+                        parse(Some(first.trim())).ok()
+                    })
+            } else {
+                parse(None).ok()
+            };
+            let flags = flags.unwrap_or_else(|| panic!("{long}: no value found that it takes"));
+            let mut r = RunSection::default();
+            flags.apply(&mut r);
+            let set = toml::Table::try_from(&r).unwrap();
+            let keys: Vec<&String> = set.keys().collect();
+            assert_eq!(keys, [a.get_id().as_str()], "{long} sets {set:?}");
+            if !takes_value {
+                // `off` switches (--no-kv-offload) set false, the others true.
+                let want = !long.starts_with("--no-");
+                assert_eq!(set[a.get_id().as_str()].as_bool(), Some(want), "{long}");
+            }
+        }
     }
 
     #[test]
@@ -835,7 +644,10 @@ mod tests {
         let a = PlanArgs {
             gpu: Some("rtx-4090".into()),
             model: Some("llama-3.1-8b".into()),
-            batch: Some(3),
+            run: RunFlags {
+                batch: Some(3),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let w = a.resolve().unwrap();
@@ -846,13 +658,16 @@ mod tests {
     #[test]
     fn diffusion_and_game_flags_reach_the_workload() {
         let a = PlanArgs {
-            task: Some(Task::Diffusion),
             vram_gib: Some(12.0),
             model: Some("sdxl".into()),
-            width: Some(1216),
-            height: Some(832),
-            vae_tiling: true,
-            vram_mode: Some(crate::memory::diffusion::VramMode::Low),
+            run: RunFlags {
+                task: Some(Task::Diffusion),
+                width: Some(1216),
+                height: Some(832),
+                vae_tiling: true,
+                vram_mode: Some(crate::memory::diffusion::VramMode::Low),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let AnyWorkload::Diffusion(d) = a.resolve_any().unwrap() else {
@@ -864,9 +679,12 @@ mod tests {
         let g = PlanArgs {
             gpu: Some("rtx-4060".into()),
             game: Some("cyberpunk-2077".into()),
-            resolution: Some("2560x1440".into()),
-            texture_quality: Some("ultra".into()),
-            rt: true,
+            run: RunFlags {
+                resolution: Some("2560x1440".into()),
+                texture_quality: Some("ultra".into()),
+                ray_tracing: true,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let AnyWorkload::Game(w) = g.resolve_any().unwrap() else {
@@ -877,7 +695,10 @@ mod tests {
         let bad = PlanArgs {
             game: Some("cyberpunk-2077".into()),
             vram_gib: Some(8.0),
-            resolution: Some("wide".into()),
+            run: RunFlags {
+                resolution: Some("wide".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let e = bad.resolve_any().unwrap_err();

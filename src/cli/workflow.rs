@@ -30,11 +30,11 @@ fn refuse_run_flags(a: &PlanArgs) -> Result<(), String> {
         ("--model-file", a.model_file.is_some()),
         ("--workload", a.workload.is_some()),
         ("--game", a.game.is_some()),
-        ("--width", a.width.is_some()),
-        ("--height", a.height.is_some()),
-        ("--frames", a.frames.is_some()),
-        ("--batch", a.batch.is_some()),
-        ("--weights", a.weights.is_some()),
+        ("--width", a.run.width.is_some()),
+        ("--height", a.run.height.is_some()),
+        ("--frames", a.run.frames.is_some()),
+        ("--batch", a.run.batch.is_some()),
+        ("--weights", a.run.weights.is_some()),
         ("--export", !a.export.is_empty()),
     ];
     match given.iter().find(|(_, on)| *on) {

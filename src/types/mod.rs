@@ -10,4 +10,5 @@ pub mod gpu;
 pub mod lora_targets;
 pub mod message;
 pub mod options;
+pub mod run_fields;
 pub mod workload;

@@ -36,65 +36,6 @@ pub enum FieldsKind {
     Game,
 }
 
-/// `run.*` fields only one kind of workload has (`RunSection`; `run.lora_rank`, `run.batch`,
-/// `run.weights` … are shared and tell nothing).
-const TRAINING_FIELDS: &[&str] = &[
-    "method",
-    "precision",
-    "optimizer",
-    "optimizer_step",
-    "optimizer_in_bwd",
-    "activation_offload",
-    "checkpointing",
-    "lora_targets",
-    "grad_accum",
-    "zero_stage",
-    "offload",
-    "loss",
-];
-const LLM_FIELDS: &[&str] = &[
-    "seq",
-    "prompt",
-    "kv_cache",
-    "gpu_memory_utilization",
-    "ubatch",
-    "gpu_layers",
-    "cpu_moe_layers",
-    "kv_offload",
-    "fit_target_mib",
-    "objective",
-];
-const DIFFUSION_FIELDS: &[&str] = &[
-    "width",
-    "height",
-    "vae_tiling",
-    "vae_tile",
-    "frames",
-    "cfg",
-    "vae_slicing",
-    "vae_decode",
-    "tiny_vae",
-    "vram_mode",
-    "cpu_offload",
-    "text_encoder_weights",
-    "text_encoder_on_cpu",
-    "loras",
-    "controlnets",
-    "ip_adapter",
-    "reserve_vram_gib",
-    "dynamic_vram",
-    "vram_headroom_gib",
-    "torch_version",
-    "os",
-];
-const GAME_FIELDS: &[&str] = &[
-    "resolution",
-    "texture_quality",
-    "ray_tracing",
-    "frame_generation",
-    "upscaler",
-];
-
 /// What `fields` (`"run.seq" = "8192"` …) say about the kind of workload: `run.task` itself
 /// when given, else the kind whose own fields they set (training before LLM), else the family
 /// of `run.engine`; `None` when they fit any kind.
@@ -107,22 +48,28 @@ pub fn fields_kind(fields: &std::collections::BTreeMap<String, String>) -> Optio
             _ => FieldsKind::Llm,
         });
     }
-    let has = |list: &[&str]| {
+    let has = |kind: FieldsKind| {
         fields
             .keys()
             .filter_map(|k| k.strip_prefix("run."))
-            .any(|k| list.contains(&k))
+            .any(|k| {
+                RUN_FIELDS
+                    .iter()
+                    .any(|f| f.name == k && f.kind == Some(kind))
+            })
     };
     let engine = fields
         .get("run.engine")
         .and_then(|e| e.parse::<Engine>().ok());
-    if has(TRAINING_FIELDS) {
+    if has(FieldsKind::Training) {
         Some(FieldsKind::Training)
-    } else if has(DIFFUSION_FIELDS) || matches!(engine, Some(Engine::ComfyUi | Engine::Diffusers)) {
+    } else if has(FieldsKind::Diffusion)
+        || matches!(engine, Some(Engine::ComfyUi | Engine::Diffusers))
+    {
         Some(FieldsKind::Diffusion)
-    } else if has(GAME_FIELDS) {
+    } else if has(FieldsKind::Game) {
         Some(FieldsKind::Game)
-    } else if has(LLM_FIELDS) || engine.is_some() {
+    } else if has(FieldsKind::Llm) || engine.is_some() {
         Some(FieldsKind::Llm)
     } else {
         None
@@ -154,113 +101,38 @@ pub struct ModelSection {
     pub model_type: Option<String>,
 }
 
-/// `[run]` as written in a workload file; every field optional, defaults applied on resolve.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunSection {
-    pub task: Option<Task>,
-    /// What the model is trained or run for: `causal-lm` (next-token logits over the
-    /// vocabulary, the default) or `classification` (a small head, no vocabulary logits).
-    pub objective: Option<Objective>,
-    /// Training loss computation: `standard` or `chunked`.
-    pub loss: Option<Loss>,
-    pub weights: Option<String>,
-    pub batch: Option<i64>,
-    pub seq: Option<i64>,
-    /// Tokens of the prompt processed in one forward pass (prefill); defaults to `seq`.
-    pub prompt: Option<i64>,
-    pub engine: Option<Engine>,
-    pub kv_cache: Option<String>,
-    pub attention: Option<Attention>,
-    pub method: Option<Method>,
-    pub precision: Option<Precision>,
-    pub optimizer: Option<Optimizer>,
-    /// How the optimizer step runs: `foreach` (PyTorch's CUDA default), `fused` or `for-loop`.
-    pub optimizer_step: Option<OptimizerStep>,
-    /// torchtune `optimizer_in_bwd`: each parameter's optimizer step runs in the backward pass
-    /// as soon as its gradient is complete, and the gradient is freed.
-    pub optimizer_in_bwd: Option<bool>,
-    /// Saved activations moved to host memory in the forward and brought back in backward
-    /// (torchtune `enable_activation_offloading`, TRL `activation_offloading`, Unsloth
-    /// `use_gradient_checkpointing="unsloth"`); needs full checkpointing.
-    pub activation_offload: Option<bool>,
-    pub checkpointing: Option<Checkpointing>,
-    pub lora_rank: Option<i64>,
-    pub lora_targets: Option<LoraTargets>,
-    pub grad_accum: Option<i64>,
-    pub zero_stage: Option<i64>,
-    pub offload: Option<Offload>,
-    /// vLLM `--gpu-memory-utilization` (fraction of total memory it pre-allocates).
-    pub gpu_memory_utilization: Option<f64>,
-    /// llama.cpp `--ubatch-size`.
-    pub ubatch: Option<i64>,
-    /// llama.cpp `-ngl` / ollama `num_gpu`: layers on the GPU, the output layer counted as the
-    /// last one; absent = let the planner choose, as `--fit` does.
-    pub gpu_layers: Option<i64>,
-    /// llama.cpp `--n-cpu-moe N`: the experts of the first N layers stay in system RAM.
-    pub cpu_moe_layers: Option<i64>,
-    /// false = llama.cpp `--no-kv-offload`: the KV cache stays in system RAM.
-    pub kv_offload: Option<bool>,
-    /// llama.cpp `--fit-target`: MiB `--fit` leaves free on the GPU (default 1024).
-    pub fit_target_mib: Option<f64>,
-    /// What the recommendation optimises: best quality that fits, or the fastest.
-    pub objective_speed: Option<super::options::ObjectiveSpeed>,
-    /// Decode speed (tokens/s) above which keeping quality by offloading beats a quality loss.
-    pub min_tokens_per_s: Option<f64>,
-    /// VRAM already held by other programs (desktop, browser), GiB.
-    pub other_processes_gib: Option<f64>,
-    // Diffusion and game fields of the contract; read by those estimators.
-    pub width: Option<i64>,
-    pub height: Option<i64>,
-    pub vae_tiling: Option<bool>,
-    /// Side of one tile of a tiled VAE decode, pixels (ComfyUI VAEDecodeTiled `tile_size`,
-    /// default 512).
-    pub vae_tile: Option<i64>,
-    pub resolution: Option<String>,
-    pub texture_quality: Option<String>,
-    pub ray_tracing: Option<bool>,
-    pub frame_generation: Option<bool>,
-    // More diffusion fields (read by memory::diffusion; see its docs for the defaults).
-    /// Output frames of a video model.
-    pub frames: Option<i64>,
-    /// Sampling steps of a diffusion run (for seconds per image; default 20).
-    pub steps: Option<i64>,
-    /// Classifier-free guidance (cond + uncond batch); defaults to the model's usual setting.
-    pub cfg: Option<bool>,
-    /// diffusers `enable_vae_slicing`: decode the batch one image at a time.
-    pub vae_slicing: Option<bool>,
-    /// false: stop at the latents (diffusers `output_type="latent"`), no VAE decode.
-    pub vae_decode: Option<bool>,
-    /// Tiny autoencoder (TAESD) instead of the full VAE.
-    pub tiny_vae: Option<bool>,
-    /// ComfyUI VRAM mode: normal | lowvram | novram | highvram | gpu-only.
-    pub vram_mode: Option<super::options::VramMode>,
-    /// diffusers offloading: none | model | sequential.
-    pub cpu_offload: Option<super::options::CpuOffload>,
-    /// Text-encoder weight format: one for all, or a comma list in the model's encoder order.
-    pub text_encoder_weights: Option<String>,
-    /// Run the text encoders on the CPU (or use precomputed prompt embeddings).
-    pub text_encoder_on_cpu: Option<bool>,
-    /// Number of LoRAs loaded (each of `lora_rank`).
-    pub loras: Option<i64>,
-    pub controlnets: Option<i64>,
-    pub ip_adapter: Option<bool>,
-    /// ComfyUI `--reserve-vram` in GiB; absent: ComfyUI's default for the memory mode and
-    /// `run.os` (`memory::diffusion::comfy`).
-    pub reserve_vram_gib: Option<f64>,
-    /// ComfyUI `--enable-dynamic-vram` (on) / `--disable-dynamic-vram` (off); auto (default):
-    /// neither, and ComfyUI decides.
-    pub dynamic_vram: Option<super::options::DynamicVram>,
-    /// ComfyUI `--vram-headroom` in GiB: VRAM dynamic VRAM keeps free beyond its own (default 0).
-    pub vram_headroom_gib: Option<f64>,
-    /// The PyTorch version ComfyUI runs on ("2.7.1"): dynamic VRAM needs 2.8 or later.
-    pub torch_version: Option<String>,
-    /// The operating system ComfyUI runs on: windows (default) | linux.
-    pub os: Option<super::options::Os>,
-    // More game fields (read by memory::game).
-    /// Upscaler mode: none | quality | balanced | performance | ultra-performance (DLSS/FSR/XeSS).
-    pub upscaler: Option<String>,
+/// One `[run]` field of the workload file (`run_fields.rs` declares them all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunField {
+    /// Its name in the file (`run.NAME`).
+    pub name: &'static str,
+    /// The kind of workload only it belongs to; `None` for a field every kind has.
+    pub kind: Option<FieldsKind>,
 }
+
+/// `RunSection` and `RUN_FIELDS` from the rows of `run_fields!`.
+macro_rules! run_section {
+    (@kind any) => { None };
+    (@kind training) => { Some(FieldsKind::Training) };
+    (@kind llm) => { Some(FieldsKind::Llm) };
+    (@kind diffusion) => { Some(FieldsKind::Diffusion) };
+    (@kind game) => { Some(FieldsKind::Game) };
+    ($($(#[$doc:meta])* $name:ident: $ty:ty, $kind:ident, $style:ident($($arg:tt)*) { $(#[$help:meta])* },)*) => {
+        /// `[run]` as written in a workload file; every field optional, defaults applied on
+        /// resolve. Its fields are the rows of `run_fields.rs`.
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct RunSection {
+            $($(#[$doc])* pub $name: Option<$ty>,)*
+        }
+
+        /// Every `[run]` field, in the file's order.
+        pub const RUN_FIELDS: &[RunField] = &[
+            $(RunField { name: stringify!($name), kind: run_section!(@kind $kind) },)*
+        ];
+    };
+}
+super::run_fields::run_fields!(run_section);
 
 /// A whole workload file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -514,6 +386,19 @@ pub struct LoadedModel {
 
 #[cfg(test)]
 mod tests {
+
+    /// The kinds come from the fields' rows (`run_fields.rs`): one field of each kind tells
+    /// its kind, a shared one nothing; `run.steps` is a diffusion field (the hand-written
+    /// lists had left it out).
+    #[test]
+    fn a_field_tells_the_kind_of_its_row() {
+        let kind = |k: &str, v: &str| fields_kind(&[(k.to_string(), v.to_string())].into());
+        assert_eq!(kind("run.steps", "30"), Some(FieldsKind::Diffusion));
+        assert_eq!(kind("run.loss", "chunked"), Some(FieldsKind::Training));
+        assert_eq!(kind("run.ubatch", "256"), Some(FieldsKind::Llm));
+        assert_eq!(kind("run.ray_tracing", "true"), Some(FieldsKind::Game));
+        assert_eq!(kind("run.batch", "1"), None);
+    }
 
     #[test]
     fn fields_are_set_typed_or_as_text_and_bad_ones_are_named() {

@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 # What this harness can run: a subset of the planner's choices, each a real PyTorch code path.
 # Weight formats the harness builds; 8/4-bit go through bitsandbytes as transformers loads them.
@@ -27,10 +27,6 @@ SIMULATED_FAMILIES = LLM_FAMILIES | {"qwen3", "gemma2", "gemma3_text", "phi3", "
 MAX_FILE_BYTES = 1 << 20  # for the config.json files the harness reads itself
 RESOLVE_TIMEOUT_S = 60
 
-# Resolved `run` fields the harness reads, by the planner's task (`task` of --print-resolved).
-LLM_RUN_FIELDS = ("task", "weights", "batch", "seq", "engine", "attention", "method", "precision", "optimizer",
-                  "optimizer_step", "optimizer_in_bwd", "activation_offload", "checkpointing", "lora_rank", "lora_targets", "grad_accum")
-DIFFUSION_RUN_FIELDS = ("weights", "batch", "engine", "attention", "width", "height", "vae_tiling")
 # Resolved fields whose other values the harness has no code path for (it measures one GPU, no
 # offload; a diffusers pipeline with every component resident, CFG, one image, a full VAE decode).
 HARNESS_FIXED = {
@@ -70,8 +66,10 @@ class DiffusionModel:
 
 @dataclass
 class Run:
-    """The resolved run fields the harness reads (LLM_RUN_FIELDS or DIFFUSION_RUN_FIELDS; the
-    other task's fields are None)."""
+    """The resolved run fields the harness reads, each named as in `plan --print-resolved`'s `run`
+    and filled from it: no list of the planner's fields is kept here (src/types/run_fields.rs
+    declares them), a field the harness builds a code path for is one line below, and the fields
+    the resolved run of a task does not have (the other task's) are None."""
     task: str
     weights: str
     batch: int
@@ -146,10 +144,13 @@ def resolve_run(origin, res):
     for key, want in HARNESS_FIXED[kind].items():
         if _field(origin, table, key, "run") != want:
             _fail(origin, f"run.{key} = {table[key]!r}: the harness measures only {want!r}")
+    given = {f.name: table[f.name] for f in fields(Run) if f.name in table}
     if kind == "diffusion":
-        r = Run(task="diffusion", **{k: _field(origin, table, k, "run") for k in DIFFUSION_RUN_FIELDS})
-    else:
-        r = Run(**{k: _field(origin, table, k, "run") for k in LLM_RUN_FIELDS})
+        given["task"] = "diffusion"  # the diffusion run has no task of its own: the workload's kind is it
+    for f in fields(Run):
+        if f.default is MISSING:
+            _field(origin, given, f.name, "run")
+    r = Run(**given)
     # What a single-GPU PyTorch process can measure.
     if r.task not in ("inference", "training", "diffusion"):
         _fail(origin, f"run.task = '{r.task}' has no calibration step; use inference, training or diffusion")
