@@ -598,3 +598,40 @@ fn a_split_llama_cpp_run_has_rows_per_device() {
     let o = run(&args(&[]));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("Per device"));
 }
+
+/// A float32 checkpoint (OLMo 2 13B's torch_dtype) is planned as each engine loads it by
+/// default: vLLM's dtype "auto" downcasts it to the card's bf16, or fp16 on a card without bf16
+/// (vllm/config/model.py `_resolve_auto_dtype`); transformers keeps float32
+/// (modeling_utils.py `_get_dtype`); the output says which. `--weights` still decides.
+#[test]
+fn a_float32_checkpoint_is_planned_as_each_engine_loads_it() {
+    let cfg = "tests/data/configs/olmo-2-1124-13b.json";
+    let plan =
+        |args: &[&str]| plan_weights(&[&["plan", "--model-file", cfg, "--json"], args].concat());
+    let (fp32, notes) = plan(&["--vram-gib", "80"]);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("keeps a float32 checkpoint in float32")),
+        "{notes:?}"
+    );
+    let (bf16, notes) = plan(&["--vram-gib", "80", "--engine", "vllm"]);
+    assert!(
+        (fp32 / bf16 - 2.0).abs() < 0.01,
+        "transformers {fp32} vs vLLM {bf16}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("weights planned as bf16") && n.contains("dtype \"auto\"")),
+        "{notes:?}"
+    );
+    let (fp16, notes) = plan(&["--gpu", "t4", "--engine", "vllm"]);
+    assert_eq!(fp16, bf16);
+    assert!(
+        notes.iter().any(|n| n.contains("weights planned as fp16")),
+        "{notes:?}"
+    );
+    let (asked, _) = plan(&["--vram-gib", "80", "--engine", "vllm", "--weights", "fp32"]);
+    assert_eq!(asked, fp32);
+}

@@ -139,7 +139,23 @@ impl WorkloadFile {
         let gpu = self.gpu.resolve()?;
         let loaded = self.model.resolve(base, loader)?;
         let declared = loaded.format.or(loaded.weights.map(|f| f.format));
-        let run = self.run.resolve_with(&loaded.arch, declared)?;
+        let mut run = self.run.resolve_with(&loaded.arch, declared)?;
+        // A float32 checkpoint loads as the engine's default dtype makes it. vLLM's dtype "auto"
+        // downcasts it to the card's first supported dtype (vllm/config/model.py
+        // `_resolve_auto_dtype`, "Downcast for float32 models"; vllm/platforms/cuda.py
+        // `CudaPlatformBase.supported_dtypes`: bf16 from compute capability 8.0, else fp16);
+        // transformers' `from_pretrained` keeps float32 (modeling_utils.py: its dtype defaults to
+        // "auto", which `_get_dtype` reads from the config).
+        let vllm_auto = self.run.weights.is_none()
+            && declared == Some(WeightFormat::Fp32)
+            && run.engine == Engine::Vllm;
+        if vllm_auto {
+            run.weights = if gpu.bf16 {
+                WeightFormat::Bf16
+            } else {
+                WeightFormat::Fp16
+            };
+        }
         let mut model_notes = loaded.notes;
         let mut file_weights = loaded.weights;
         if file_weights.is_none()
@@ -151,8 +167,14 @@ impl WorkloadFile {
         if let Some(f) = declared {
             let id = if self.run.weights.is_some() && f != run.weights {
                 "resolve.weights.asked"
+            } else if vllm_auto {
+                "resolve.weights.vllm_auto"
             } else if self.run.weights.is_none() && run.weights == f {
-                "resolve.weights.files"
+                if f == WeightFormat::Fp32 && run.engine == Engine::Transformers {
+                    "resolve.weights.transformers_fp32"
+                } else {
+                    "resolve.weights.files"
+                }
             } else {
                 "resolve.weights.other"
             };
