@@ -150,8 +150,10 @@ fn streamed_row(ui: &mut Ui, st: &Streamed, scale: f32) {
     ui.colored_label(ui.visuals().warn_fg_color, &st.text);
 }
 
-/// The legend under the bar: a swatch, the part's name and its size, one per line; the name
-/// says what the part is when the pointer rests on it.
+/// The legend under the bar: a swatch, the part's size and its name, one per line; the name
+/// says what the part is when the pointer rests on it. The size comes before the name: a long
+/// name in a narrow window (800×600, in Chinese "动态 VRAM 保留的空闲显存（comfy-aimdo 余量，
+/// --reserve-vram）") pushed the sizes out of the window when they came after it.
 pub fn legend(ui: &mut Ui, parts: &[Segment]) {
     egui::Grid::new("bar_legend")
         .num_columns(3)
@@ -160,11 +162,13 @@ pub fn legend(ui: &mut Ui, parts: &[Segment]) {
             for (i, part) in parts.iter().enumerate() {
                 let (r, _) = ui.allocate_exact_size(Vec2::splat(12.0), Sense::hover());
                 ui.painter().rect_filled(r, 2.0, color(i));
+                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                    ui.label(human(part.bytes));
+                });
                 let name = ui.label(part.label);
                 if let Some(a) = part.about {
                     name.on_hover_text(a);
                 }
-                ui.label(human(part.bytes));
                 ui.end_row();
             }
         });
