@@ -14,3 +14,4 @@
 //! -rn 'Engine::' src` lists them.
 
 pub mod llama_cpp;
+pub mod vllm;

@@ -18,11 +18,11 @@ pub mod report;
 pub mod torchtune;
 pub mod transformers;
 pub mod unsloth;
-pub mod vllm;
 pub mod workload_file;
 
 use crate::catalog::Catalog;
 use crate::engines::llama_cpp::export::{self as llama_cpp, lm_studio, ollama};
+use crate::engines::vllm::export as vllm;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
 use crate::plan::{PlanResult, Strategy};

@@ -1,4 +1,5 @@
-//! LLM inference: weights, KV cache, and the transient buffers of one forward pass, per engine.
+//! LLM inference: weights, KV cache, and the transient buffers of one forward pass, per engine;
+//! each engine's own part is `engines::<engine>::memory::breakdown`.
 
 use super::activations::inference_peak;
 use super::breakdown::{Breakdown, ComponentId, Layer};
@@ -6,14 +7,10 @@ use super::kv_cache::{kv_cache_bytes, state_bytes};
 use super::overhead;
 use super::weights::weight_bytes;
 use crate::engines::llama_cpp::memory as llama_cpp;
+use crate::engines::vllm::memory as vllm;
 use crate::types::arch::ModelArch;
-use crate::types::message::Message;
-use crate::types::options::{Attention, Engine};
+use crate::types::options::Engine;
 use crate::types::workload::{Run, Workload};
-
-/// vLLM's sampler keeps fp32 logits for up to `max_num_seqs` (256) sequences during the profile
-/// run, plus a probability copy (`vllm/v1/sample/sampler.py`).
-const VLLM_MAX_NUM_SEQS: f64 = 256.0;
 
 /// AutoAWQ `from_quantized(max_seq_len=2048)`: the fused layers' cache length.
 const AUTOAWQ_MAX_SEQ_LEN: u32 = 2048;
@@ -46,7 +43,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
         + state_bytes(a, r.batch, r.engine))
         / n;
     match r.engine {
-        Engine::Vllm => vllm(&mut b, a, r, kv, n),
+        Engine::Vllm => vllm::breakdown(&mut b, a, r, kv, n),
         _ => torch(&mut b, a, r, kv, n, wb.gpu / n),
     }
     b.devices = b.gpu_rows(w.gpu.count);
@@ -96,61 +93,4 @@ fn torch(b: &mut Breakdown, a: &ModelArch, r: &Run, kv: f64, n: f64, weights: f6
         overhead::context_bytes(r.engine),
         r.other_processes_bytes,
     );
-}
-
-/// vLLM: the engine takes `gpu_memory_utilization × total` up front. Inside it: weights, the
-/// profile run's activation peak, non-torch memory, and a KV pool made of all the rest
-/// (`gpu_worker.determine_available_memory`; block bytes as in `kv_cache.rs`).
-fn vllm(b: &mut Breakdown, a: &ModelArch, r: &Run, needed_kv: f64, n: f64) {
-    // The profile run is one batch of max_num_batched_tokens, which defaults to max_model_len
-    // (at least 2048) without chunked prefill.
-    let tokens = f64::from(r.seq).max(2048.0);
-    let act = (inference_peak(a, 1.0, tokens, Attention::Flash)
-        + 2.0 * VLLM_MAX_NUM_SEQS * f64::from(a.vocab) * 4.0)
-        / n;
-    b.add(
-        ComponentId::Activations,
-        "Activations (profile run)",
-        act,
-        Layer::Tensor,
-    );
-    let budget = (r.gpu_memory_utilization * b.capacity_bytes as f64).round();
-    let non_torch = overhead::VLLM_NON_TORCH_BYTES.round();
-    // From the rounded components already added, so the parts add up to the budget exactly.
-    let pool = budget - b.peak.tensors_bytes as f64 - non_torch;
-    b.add(
-        ComponentId::KvCache,
-        "KV cache pool (pre-allocated)",
-        pool.max(needed_kv),
-        Layer::Tensor,
-    );
-    b.add(
-        ComponentId::Workspace,
-        "Non-torch memory (NCCL, cuBLAS)",
-        non_torch,
-        Layer::Process,
-    );
-    b.add(
-        ComponentId::CudaContext,
-        "CUDA context and kernels",
-        overhead::TORCH_CONTEXT_BYTES * 0.5,
-        Layer::Process,
-    );
-    if pool < needed_kv {
-        b.warn(
-            Message::new("warn.vllm.kv_short")
-                .bytes("pool", pool.max(0.0) as u64)
-                .int("batch", r.batch)
-                .int("seq", r.seq)
-                .bytes("need", needed_kv as u64),
-        );
-    } else {
-        let per_seq = needed_kv / f64::from(r.batch.max(1));
-        b.warn(
-            Message::new("warn.vllm.preallocates")
-                .fixed("percent", 100.0 * r.gpu_memory_utilization, 0)
-                .fixed("fits", (pool / per_seq).floor(), 0)
-                .int("seq", r.seq),
-        );
-    }
 }

@@ -4,17 +4,13 @@
 use super::breakdown::{Breakdown, ComponentId, Layer};
 use crate::engines::llama_cpp::memory as llama_cpp;
 use crate::types::options::Engine;
-use crate::units::{GIB, MIB};
+use crate::units::MIB;
 
 /// CUDA context + kernels of a PyTorch process, as nvidia-smi sees it before any tensor:
 /// 1343 MiB measured by `torch.ones((1,1)).to("cuda")` on a V100 (transformers
 /// `model_memory_anatomy.md`; reference row gt007). Newer CUDA with lazy module loading is
 /// lower, so this errs on the safe side.
 pub const TORCH_CONTEXT_BYTES: f64 = 1343.0 * MIB;
-
-/// vLLM's non-torch memory (NCCL, cuBLAS workspaces, custom all-reduce) on one GPU: 1.79 GiB in
-/// the profiling log of vLLM PR #10511 (reference row gt009).
-pub const VLLM_NON_TORCH_BYTES: f64 = 1.79 * GIB;
 
 /// The per-process context an engine brings.
 pub fn context_bytes(engine: Engine) -> f64 {

@@ -2,7 +2,7 @@
 //! "Engine Arguments"): `--dtype`, `--quantization`, `--max-model-len`, `--max-num-seqs`,
 //! `--gpu-memory-utilization`, `--kv-cache-dtype`, `--tensor-parallel-size`.
 
-use super::{command_line, comments, hf_repo};
+use crate::export::{command_line, comments, hf_repo};
 use crate::types::dtype::{KvDtype, WeightFormat};
 use crate::types::workload::Workload;
 
@@ -82,7 +82,7 @@ pub fn render(w: &Workload) -> String {
         format!(
             "REPLACE-with-a-{}-repo-of-{}",
             r.weights,
-            super::slug(&w.model_name)
+            crate::export::slug(&w.model_name)
         )
     } else {
         hf_repo(w)
