@@ -14,4 +14,5 @@
 //! -rn 'Engine::' src` lists them.
 
 pub mod llama_cpp;
+pub mod transformers;
 pub mod vllm;

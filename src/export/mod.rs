@@ -16,12 +16,12 @@ pub mod hf_training;
 pub mod peft;
 pub mod report;
 pub mod torchtune;
-pub mod transformers;
 pub mod unsloth;
 pub mod workload_file;
 
 use crate::catalog::Catalog;
 use crate::engines::llama_cpp::export::{self as llama_cpp, lm_studio, ollama};
+use crate::engines::transformers::export as transformers;
 use crate::engines::vllm::export as vllm;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;

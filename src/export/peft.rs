@@ -3,8 +3,10 @@
 //! (peft docs "LoRA", "Quantization"); QLoRA's NF4 + double quantization + 16-bit compute is
 //! the QLoRA paper's recipe (Dettmers et al. 2023).
 
-use super::transformers::{bnb_config, compute_dtype, format_note, load_call, model_class};
 use super::{ExportKind, comments};
+use crate::engines::transformers::export::{
+    bnb_config, compute_dtype, format_note, load_call, model_class,
+};
 use crate::memory::lora::{PeftTargets, peft_targets};
 use crate::types::options::{Checkpointing, Method, Objective};
 use crate::types::workload::Workload;

@@ -2,7 +2,7 @@
 //! map. Argument names are those of `from_pretrained` and `BitsAndBytesConfig` (transformers
 //! docs "Quantization → bitsandbytes", "Attention interface").
 
-use super::{comments, hf_repo};
+use crate::export::{comments, hf_repo};
 use crate::types::dtype::WeightFormat;
 use crate::types::options::{Attention, Objective, Precision, Task};
 use crate::types::workload::Workload;
