@@ -848,6 +848,33 @@ fn qlora_loads_a_4bit_base_and_lora_does_not() {
 }
 
 #[test]
+fn a_paged_optimizer_exports_bitsandbytes_paged_names() {
+    let base = "[gpu]\nvram_gib = 80\ncount = 2\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nzero_stage = 2\npaged_optimizer = true\n";
+    for (optimizer, name) in [
+        ("adamw", "paged_adamw_32bit"),
+        ("adamw-8bit", "paged_adamw_8bit"),
+        ("lion", "paged_lion_32bit"),
+    ] {
+        let (w, r) = load(&format!("{base}optimizer = \"{optimizer}\"\n"));
+        let args = render(ExportKind::HfTraining, &w, &r);
+        assert!(args.contains(&format!("optim=\"{name}\"")), "{args}");
+        assert!(
+            render(ExportKind::HfTrainingCli, &w, &r).contains(&format!("--optim {name}")),
+            "{optimizer}"
+        );
+        // DeepSpeed takes the Trainer's bitsandbytes optimizer: no optimizer block of its own.
+        let ds: serde_json::Value =
+            serde_json::from_str(&render(ExportKind::DeepSpeed, &w, &r)).unwrap();
+        assert!(ds.get("optimizer").is_none(), "{ds}");
+    }
+    // Not paged, DeepSpeed builds AdamW itself.
+    let (w, r) = load(&base.replace("paged_optimizer = true\n", ""));
+    let ds: serde_json::Value =
+        serde_json::from_str(&render(ExportKind::DeepSpeed, &w, &r)).unwrap();
+    assert_eq!(ds["optimizer"]["type"], "AdamW");
+}
+
+#[test]
 fn reports_hold_the_verdict_table_and_exports() {
     let (w, r) = fixture("train-4gpu");
     let md = render(ExportKind::Report, &w, &r);

@@ -65,6 +65,12 @@ const GRID: &[(&str, &str, &str, &str)] = &[
         "optimizer = \"adamw-8bit\"\ncheckpointing = \"full\"\ngrad_accum = 4\nbatch = 2\nseq = 1024",
     ),
     (
+        "full-adamw8bit-paged",
+        "rtx-4090",
+        "llama-3.2-1b",
+        "optimizer = \"adamw-8bit\"\npaged_optimizer = true\ncheckpointing = \"full\"\nbatch = 2\nseq = 1024",
+    ),
+    (
         "zero2-8gpu",
         "h100-80gb\ncount = 8",
         "llama-3.1-8b",
@@ -280,24 +286,22 @@ fn check(py: &str, dir: &Path, manifest: &Value) -> (Value, BTreeMap<String, Val
 
 /// The optimizer class the Trainer builds for each optimizer (transformers
 /// `Trainer.get_optimizer_cls_and_kwargs`): torch's AdamW and SGD, transformers' Adafactor,
-/// bitsandbytes' AdamW with 8-bit states and Lion with 32-bit states.
-fn optimizer_class(o: Optimizer, step: OptimizerStep) -> (&'static str, Value) {
+/// bitsandbytes' AdamW with 8-bit states and Lion with 32-bit states; a paged plan takes
+/// bitsandbytes' AdamW for AdamW too (`_get_bitsandbytes_optimizer`: `is_paged = "paged" in
+/// optim_name`, `optim_bits = 8 if "8bit" in optim_name else 32`).
+fn optimizer_class(o: Optimizer, step: OptimizerStep, paged: bool) -> (&'static str, Value) {
+    let bnb = |class, bits: u32| (class, json!({"optim_bits": bits, "is_paged": paged}));
     match o {
+        Optimizer::AdamW if paged => bnb("bitsandbytes.optim.adamw.AdamW", 32),
         // `adamw_torch_fused` passes `fused=True` (`_get_adamw_torch`).
         Optimizer::AdamW if step == OptimizerStep::Fused => {
             ("torch.optim.adamw.AdamW", json!({"fused": true}))
         }
         Optimizer::AdamW => ("torch.optim.adamw.AdamW", json!({})),
-        Optimizer::AdamW8bit => (
-            "bitsandbytes.optim.adamw.AdamW",
-            json!({"optim_bits": 8, "is_paged": false}),
-        ),
+        Optimizer::AdamW8bit => bnb("bitsandbytes.optim.adamw.AdamW", 8),
         Optimizer::Sgd => ("torch.optim.sgd.SGD", json!({})),
         Optimizer::Adafactor => ("transformers.optimization.Adafactor", json!({})),
-        Optimizer::Lion => (
-            "bitsandbytes.optim.lion.Lion",
-            json!({"optim_bits": 32, "is_paged": false}),
-        ),
+        Optimizer::Lion => bnb("bitsandbytes.optim.lion.Lion", 32),
     }
 }
 
@@ -387,7 +391,7 @@ fn compare(case: &Case, res: &Value, failures: &mut Vec<String>) {
         &res["cli"]["launcher_gpus"],
         json!(case.plan.gpu.count),
     );
-    let (class, kwargs) = optimizer_class(r.optimizer, r.optimizer_step);
+    let (class, kwargs) = optimizer_class(r.optimizer, r.optimizer_step, r.paged_optimizer);
     eq(
         "the Trainer's optimizer",
         &res["cli"]["optimizer_class"],

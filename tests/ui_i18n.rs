@@ -499,6 +499,7 @@ fn every_strategy_template_has_a_chinese_entry() {
         Strategy::FusedOptimizer,
         Strategy::OptimizerInBwd,
         Strategy::ActivationOffload,
+        Strategy::PagedOptimizer,
         Strategy::Zero { stage: 3 },
         Strategy::Context { seq: 4096 },
         Strategy::ChunkedLoss,
@@ -544,6 +545,7 @@ fn every_strategy_template_has_a_chinese_entry() {
             | Strategy::FusedOptimizer
             | Strategy::OptimizerInBwd
             | Strategy::ActivationOffload
+            | Strategy::PagedOptimizer
             | Strategy::Zero { .. }
             | Strategy::Offload { .. }
             | Strategy::Context { .. }

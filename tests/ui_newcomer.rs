@@ -122,6 +122,7 @@ fn control(s: &Strategy) -> &'static [(Role, &'static str)] {
         Strategy::FusedOptimizer => &[(Role::ComboBox, "Optimizer step")],
         Strategy::OptimizerInBwd => &[(Role::CheckBox, "Optimizer step in backward")],
         Strategy::ActivationOffload => &[(Role::CheckBox, "Activation offloading to CPU")],
+        Strategy::PagedOptimizer => &[(Role::CheckBox, "Paged optimizer (bitsandbytes)")],
         Strategy::Zero { .. } => &[(Role::Slider, "ZeRO stage")],
         Strategy::Offload { .. } => &[(Role::ComboBox, "Offload")],
         Strategy::Context { .. } => &[(Role::Slider, "Sequence length")],

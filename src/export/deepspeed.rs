@@ -46,7 +46,8 @@ pub fn config(w: &Workload) -> Value {
         }
         Precision::Fp32 => {}
     }
-    if r.optimizer == Optimizer::AdamW {
+    // A paged optimizer is bitsandbytes', passed to DeepSpeed as the Trainer's client optimizer.
+    if r.optimizer == Optimizer::AdamW && !r.paged_optimizer {
         // DeepSpeed builds AdamW itself (its CPU Adam when offloading); "auto" takes the
         // values from TrainingArguments.
         c["optimizer"] = json!({

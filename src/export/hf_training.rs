@@ -11,9 +11,14 @@ use crate::types::workload::Workload;
 
 /// `TrainingArguments.optim` for an optimizer and how its step runs (transformers
 /// `OptimizerNames`; `adamw_torch_fused` passes `fused=True`, `trainer_optimizer.py`
-/// `_get_adamw_torch`). The for-loop step has no name: it is noted (`notes`).
-pub fn optim_name(o: Optimizer, step: OptimizerStep) -> &'static str {
+/// `_get_adamw_torch`). The for-loop step has no name: it is noted (`notes`). Paged: the
+/// bitsandbytes forms (`paged_*`; `trainer_optimizer.py` passes `is_paged = "paged" in
+/// optim_name`).
+pub fn optim_name(o: Optimizer, step: OptimizerStep, paged: bool) -> &'static str {
     match o {
+        Optimizer::AdamW if paged => "paged_adamw_32bit",
+        Optimizer::AdamW8bit if paged => "paged_adamw_8bit",
+        Optimizer::Lion if paged => "paged_lion_32bit",
         Optimizer::AdamW if step == OptimizerStep::Fused => "adamw_torch_fused",
         Optimizer::AdamW => "adamw_torch",
         Optimizer::AdamW8bit => "adamw_bnb_8bit",
@@ -75,7 +80,10 @@ fn fields(w: &Workload) -> Vec<Field> {
     if r.checkpointing != Checkpointing::None {
         f.push(switch("gradient_checkpointing"));
     }
-    f.push(string("optim", optim_name(r.optimizer, r.optimizer_step)));
+    f.push(string(
+        "optim",
+        optim_name(r.optimizer, r.optimizer_step, r.paged_optimizer),
+    ));
     if r.loss == Loss::Chunked {
         // Liger's fused linear cross-entropy never materialises the full logits
         // (transformers `use_liger_kernel`, linkedin/Liger-Kernel README).
@@ -124,6 +132,9 @@ fn notes(w: &Workload) -> Vec<String> {
     }
     if r.activation_offload {
         n.push("The plan offloads the checkpointed layers' inputs to CPU RAM; TrainingArguments has no switch for it: use trl's SFTConfig (a TrainingArguments) with activation_offloading=True, torchtune's enable_activation_offloading: True, or Unsloth's use_gradient_checkpointing=\"unsloth\". DeepSpeed's activation_checkpointing.cpu_checkpointing covers only deepspeed.checkpointing, not the Trainer's gradient checkpointing.".into());
+    }
+    if r.paged_optimizer {
+        n.push("The paged optimizer's states live in CUDA managed memory (bitsandbytes): on Linux the driver moves them to CPU RAM when the card is short, at the cost of PCIe traffic each step. torchtune: optimizer._component_: bitsandbytes.optim.PagedAdamW8bit (or PagedAdamW, PagedLion); Unsloth and TRL take the same optim name.".into());
     }
     if r.loss == Loss::Chunked {
         n.push("use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).".into());

@@ -108,6 +108,12 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                     train,
                 ),
                 setting(
+                    "paged_optimizer",
+                    "Paged optimizer (bitsandbytes)",
+                    r.paged_optimizer,
+                    train,
+                ),
+                setting(
                     "checkpointing",
                     "Activation checkpointing",
                     r.checkpointing,

@@ -51,6 +51,7 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
             optimizer_step,
             optimizer_in_bwd,
             activation_offload,
+            paged_optimizer,
             checkpointing,
             offload,
             gpu_memory_utilization

@@ -37,6 +37,14 @@ choice!(
     }
 );
 
+/// Share of the card a plan leaves free: allocator fragmentation, a display, a driver update.
+pub const SAFETY_MARGIN: f64 = 0.05;
+
+/// The safety margin of a card, bytes.
+pub fn margin_bytes(capacity_bytes: u64) -> u64 {
+    (capacity_bytes as f64 * SAFETY_MARGIN) as u64
+}
+
 /// Where a component's bytes show up, which decides which measured figure it belongs to
 /// (`DESIGN.md`, "compare like with like").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

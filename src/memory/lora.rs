@@ -189,6 +189,9 @@ struct Selection {
     module_names: Vec<&'static str>,
     /// The leaf names of the adapted linear modules, in the model's order.
     leaves: Vec<String>,
+    /// (how many, elements per rank) of every adapter matrix: `lora_A` is rank × input,
+    /// `lora_B` output × rank.
+    matrices: Vec<(f64, f64)>,
 }
 
 /// One linear module of the model, by its full key.
@@ -388,6 +391,7 @@ fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
         assumed,
         module_names,
         leaves: Vec::new(),
+        matrices: Vec::new(),
     };
     let regex = match targets {
         LoraTargets::Regex(p) => match regex::Regex::new(&format!("^(?:{p})$")) {
@@ -435,6 +439,7 @@ fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
         ad.width_sum += m.input + m.out;
         ad.widest = ad.widest.max(m.input).max(m.out);
         ad.count += 1.0;
+        s.matrices.extend([(1.0, m.input), (1.0, m.out)]);
         match m.reads {
             Some(r) => {
                 ad.inputs_each += m.input;
@@ -462,7 +467,8 @@ fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
             f64::from(moe.expert_intermediate),
         );
         let fused = r.gate_up.len() as f64;
-        let mut add = |width: f64, widest: f64| {
+        let mut add = |width: f64, widest: f64, a_b: [f64; 2]| {
+            s.matrices.extend(a_b.map(|w| (blocks, w)));
             ad.width_sum += blocks * width;
             ad.widest = ad.widest.max(widest);
             ad.count += blocks;
@@ -470,14 +476,18 @@ fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
             any |= blocks > 0.0;
         };
         if has(&r.router) {
-            add(h + e, h.max(e));
+            add(h + e, h.max(e), [h, e]);
         }
         if !gate_up.is_empty() {
             // One adapter of `fused` × the rank over experts × (hidden → fused · intermediate).
-            add(fused * e * (h + fused * ei), fused * e * h.max(fused * ei));
+            add(
+                fused * e * (h + fused * ei),
+                fused * e * h.max(fused * ei),
+                [fused * e * h, fused * e * fused * ei],
+            );
         }
         if has(&r.down) {
-            add(e * (ei + h), e * ei.max(h));
+            add(e * (ei + h), e * ei.max(h), [e * ei, e * h]);
         }
     }
     // The user's own names, each of which must name something of the model.
@@ -515,6 +525,23 @@ pub fn leaf_names(a: &ModelArch, targets: &LoraTargets) -> Option<Vec<String>> {
     }
     let again = LoraTargets::from_names(&s.leaves).ok()?;
     (select(a, &again).adapters == s.adapters).then_some(s.leaves)
+}
+
+/// Trainable LoRA parameters at rank `rank` that sit in adapter matrices of at least
+/// `min_elements` elements (bitsandbytes pages only the states of such tensors).
+pub fn params_in_matrices_of(
+    a: &ModelArch,
+    targets: &LoraTargets,
+    rank: u32,
+    min_elements: f64,
+) -> f64 {
+    let r = f64::from(rank);
+    select(a, targets)
+        .matrices
+        .iter()
+        .filter(|(_, w)| r * w >= min_elements)
+        .map(|(n, w)| n * r * w)
+        .sum()
 }
 
 /// Refuses a target list naming a module the model does not have (PEFT itself raises only when

@@ -27,6 +27,11 @@
 //! runs (`GATHERED_LAYERS`); parameter offload (DeepSpeed `offload_param`, FSDP2
 //! `CPUOffloadPolicy`) keeps the shards in host RAM, so only the gathered layers are on the GPU.
 //! What goes to the host is `host_bytes`.
+//!
+//! With a paged optimizer (bitsandbytes `is_paged=True`; see `paged_states`) the states of its
+//! large tensors live in CUDA managed memory, outside PyTorch's allocator: they count on the
+//! card but not in `memory_allocated()`, and when the card runs short the driver moves them to
+//! host RAM; each optimizer step pages them back one parameter at a time.
 
 use super::activations::{StepDtypes, Trained, training_activations};
 use super::breakdown::{Breakdown, ComponentId, Layer};
@@ -140,6 +145,82 @@ pub fn host_fits(w: &Workload) -> bool {
         .is_none_or(|ram| host_bytes(w) <= ram as f64)
 }
 
+/// Tensors of at least this many elements get paged state buffers (bitsandbytes
+/// `optim/optimizer.py` `Optimizer8bit.get_state_buffer`: `p.numel() < 1e5` keeps
+/// `torch.zeros_like`, larger ones `F.get_paged`, i.e. `cudaMallocManaged`
+/// (csrc/pythonInterface.cpp `cget_managed_ptr`)).
+pub const PAGED_MIN_ELEMENTS: f64 = 1e5;
+
+/// The optimizer-state bytes per parameter of a paged optimizer's large tensors: bitsandbytes
+/// keeps `state1`/`state2` in fp32 for its 32-bit optimizers whatever the training precision
+/// (`Optimizer2State.init_state`, `get_state_buffer(p, dtype=torch.float32)`) and in uint8
+/// for the 8-bit ones, whose fp32 `absmax1`/`absmax2` are ordinary tensors (not paged).
+fn paged_bytes_per_param(o: Optimizer) -> f64 {
+    match o {
+        Optimizer::AdamW => 8.0,
+        Optimizer::AdamW8bit => 2.0,
+        Optimizer::Lion => 4.0,
+        // Refused when the workload is resolved (`Optimizer::has_paged_variant`).
+        Optimizer::Sgd | Optimizer::Adafactor => 0.0,
+    }
+}
+
+/// A paged optimizer's states: what lives in managed memory, and the least of it that must be
+/// on the card, the states of the largest parameter (`Optimizer8bit.step` prefetches each
+/// parameter's states, `prefetch_state` → `cudaMemPrefetchAsync`, right before its update).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Paged {
+    bytes: f64,
+    working_set: f64,
+}
+
+/// The paged part of a workload's optimizer states (zero without a paged optimizer).
+fn paged_states(w: &Workload) -> Paged {
+    let (a, r) = (&w.model, &w.run);
+    if !r.paged_optimizer {
+        return Paged::default();
+    }
+    let per = paged_bytes_per_param(r.optimizer);
+    let (params, largest) = match r.method {
+        // Norm weights and biases (under 1e5 elements) keep ordinary buffers: a few millionths
+        // of the parameters, counted as paged here.
+        Method::Full => (a.params, a.largest_param_elements()),
+        Method::Lora | Method::Qlora => {
+            let ad = lora::adapters(a, &r.lora_targets);
+            let p =
+                lora::params_in_matrices_of(a, &r.lora_targets, r.lora_rank, PAGED_MIN_ELEMENTS);
+            (p, (f64::from(r.lora_rank) * ad.widest).min(p))
+        }
+    };
+    let n = f64::from(w.gpu.count.max(1));
+    let div = if r.method == Method::Full && r.zero_stage >= 1 {
+        n
+    } else {
+        1.0
+    };
+    Paged {
+        bytes: params * per / div,
+        working_set: largest * per / div,
+    }
+}
+
+/// Optimizer-state bytes a paged optimizer leaves in host RAM because the card is short (0 when
+/// everything fits, or without a paged optimizer).
+pub fn paged_out_bytes(w: &Workload) -> f64 {
+    estimate_paged(w).1
+}
+
+/// The precision of the optimizer's moments: the training precision for torch.optim, fp32 for
+/// bitsandbytes' paged 32-bit optimizers whatever the training precision (see
+/// `paged_bytes_per_param`).
+pub fn state_precision(r: &Run) -> Precision {
+    if r.paged_optimizer {
+        Precision::Fp32
+    } else {
+        r.precision
+    }
+}
+
 /// Model-state bytes per parameter: (weights, gradients).
 pub fn full_state_bytes(p: Precision, zero: u32) -> (f64, f64) {
     match (p, zero) {
@@ -192,16 +273,27 @@ fn step_dtypes(r: &Run) -> StepDtypes {
 
 /// Per-GPU estimate of a training workload.
 pub fn estimate(w: &Workload) -> Breakdown {
+    estimate_paged(w).0
+}
+
+/// The estimate, and the optimizer-state bytes paged out to host RAM.
+fn estimate_paged(w: &Workload) -> (Breakdown, f64) {
     let a = &w.model;
     let r = &w.run;
     let n = f64::from(w.gpu.count.max(1));
     let mut b = Breakdown::new(w.gpu.vram_bytes);
     let d = step_dtypes(r);
 
-    let (weights, grads, states, temp, adapters) = match r.method {
+    let (weights, grads, mut states, temp, mut adapters) = match r.method {
         Method::Full => full_model_states(a, r, n),
         Method::Lora | Method::Qlora => adapter_model_states(a, r, w.weight_bytes().gpu, n),
     };
+    // A paged optimizer's large states leave the allocator's tensors (added after the overheads).
+    let paged = paged_states(w);
+    match r.method {
+        Method::Full => states -= paged.bytes,
+        Method::Lora | Method::Qlora => adapters -= paged.bytes,
+    }
     let trained = match r.method {
         Method::Full => Trained::All,
         Method::Lora | Method::Qlora => {
@@ -327,13 +419,38 @@ pub fn estimate(w: &Workload) -> Breakdown {
         overhead::context_bytes(r.engine),
         r.other_processes_bytes,
     );
-    if r.optimizer_step != OptimizerStep::Foreach
-        && !matches!(r.optimizer, Optimizer::AdamW | Optimizer::Sgd)
-    {
+    // Managed memory is outside the caching allocator; the driver evicts it to host RAM when
+    // the card runs short (QLoRA paper, arXiv 2305.14314 §2 "Paged Optimizers"), down to the
+    // states of the parameter being stepped. It is evicted until the plan's margin is free.
+    let limit = b
+        .capacity_bytes
+        .saturating_sub(super::breakdown::margin_bytes(b.capacity_bytes));
+    let over = (b.required_bytes() as f64 + paged.bytes - limit as f64).max(0.0);
+    let paged_out = over.min((paged.bytes - paged.working_set).max(0.0));
+    b.add(
+        ComponentId::OptimizerStates,
+        "Optimizer states (paged, CUDA managed memory)",
+        paged.bytes - paged_out,
+        Layer::Process,
+    );
+    if paged_out > 0.0 {
+        b.warn(
+            Message::new("warn.training.paged_out")
+                .bytes("paged_out", paged_out as u64)
+                .bytes("paged", paged.bytes as u64),
+        );
+    }
+    let torch_step = matches!(r.optimizer, Optimizer::AdamW | Optimizer::Sgd) && !r.paged_optimizer;
+    if r.optimizer_step != OptimizerStep::Foreach && !torch_step {
+        let optimizer = if r.paged_optimizer {
+            format!("bitsandbytes' paged {}", r.optimizer)
+        } else {
+            r.optimizer.to_string()
+        };
         b.warn(
             Message::new("warn.training.optimizer_step")
                 .text("step", r.optimizer_step.to_string())
-                .text("optimizer", r.optimizer.to_string()),
+                .text("optimizer", optimizer),
         );
     }
     if r.zero_stage > 0 && w.gpu.count == 1 {
@@ -363,7 +480,7 @@ pub fn estimate(w: &Workload) -> Breakdown {
             None => b.warn(Message::new("warn.training.offload_ram_unknown").bytes("host", host)),
         }
     }
-    b
+    (b, paged_out)
 }
 
 /// Full fine-tuning: (weights, grads, states, step temporaries, adapters) per GPU, with ZeRO
@@ -373,7 +490,7 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
     let p = a.params;
     let z = r.zero_stage_in_effect();
     let (wb, gb) = full_state_bytes(r.precision, z);
-    let mut states = state_bytes(r.optimizer, r.precision, a.hidden);
+    let mut states = state_bytes(r.optimizer, state_precision(r), a.hidden);
     if z > 0 && matches!(r.precision, Precision::Fp16Mixed | Precision::Bf16Mixed) {
         states += 4.0; // fp32 master weights live with the optimizer under ZeRO
     }
@@ -396,6 +513,9 @@ fn full_model_states(a: &ModelArch, r: &Run, n: f64) -> (f64, f64, f64, f64, f64
     if r.offload != Offload::None {
         st = 0.0;
         tmp = 0.0;
+    }
+    if r.paged_optimizer {
+        tmp = 0.0; // bitsandbytes updates in place, one parameter at a time
     }
     if z >= 3 {
         // ZeRO-3 gathers each layer's 16-bit weights before use (`GATHERED_LAYERS`).
@@ -452,7 +572,13 @@ fn adapter_model_states(a: &ModelArch, r: &Run, base: f64, n: f64) -> (f64, f64,
     // PEFT keeps adapter weights in fp32 (`autocast_adapter_dtype=True`), so gradients and
     // AdamW moments are fp32 too.
     let states = state_bytes(r.optimizer, Precision::Fp32, a.hidden);
-    let step = |n: f64| step_temp_bytes(r.optimizer, Precision::Fp32, r.optimizer_step, n, largest);
+    let step = |n: f64| {
+        if r.paged_optimizer {
+            0.0 // bitsandbytes updates in place, one parameter at a time
+        } else {
+            step_temp_bytes(r.optimizer, Precision::Fp32, r.optimizer_step, n, largest)
+        }
+    };
     if r.optimizer_in_bwd {
         return (
             weights,
@@ -538,6 +664,66 @@ mod tests {
             all.get(ComponentId::OptimizerStates)
         );
         assert!(b.peak.tensors_bytes + (7 << 30) < all.peak.tensors_bytes);
+    }
+
+    fn on_card(vram_gib: u32, run: &str) -> Workload {
+        let text = format!(
+            "[gpu]\nvram_gib = {vram_gib}\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\n{run}"
+        );
+        WorkloadFile::parse(&text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap()
+    }
+
+    #[test]
+    fn paged_states_leave_the_allocator_and_page_out_when_the_card_is_short() {
+        // Pure bf16 full fine-tuning with 8-bit AdamW: 16 GB weights, 16 GB gradients, 16 GB
+        // of uint8 moments (the paged part) + their fp32 absmax.
+        let run = "precision = \"bf16\"\noptimizer = \"adamw-8bit\"\ncheckpointing = \"full\"\nseq = 512\n";
+        let paged_run = format!("{run}paged_optimizer = true\n");
+        let moments = 2.0 * on_card(80, run).model.params;
+        // On a card with room: the moments are on the card but not in memory_allocated().
+        let (kept, paged) = (
+            estimate(&on_card(80, run)),
+            estimate(&on_card(80, &paged_run)),
+        );
+        let left = kept.peak.tensors_bytes as f64 - paged.peak.tensors_bytes as f64;
+        assert!((left - moments).abs() < 1e6, "{left} vs {moments}");
+        assert!(kept.required_bytes().abs_diff(paged.required_bytes()) < 1 << 20);
+        assert_eq!(paged_out_bytes(&on_card(80, &paged_run)), 0.0);
+        // On 40 GiB it is short; paged, the driver evicts moments until the margin is free.
+        assert!(!estimate(&on_card(40, run)).fits());
+        let short = on_card(40, &paged_run);
+        let b = estimate(&short);
+        let out = paged_out_bytes(&short);
+        assert!(out > 4.0 * GIB as f64 && out < moments, "{out}");
+        let margin = crate::memory::breakdown::margin_bytes(b.capacity_bytes);
+        assert!(b.required_bytes() + margin <= b.capacity_bytes, "{b:?}");
+        assert!(b.warnings.iter().any(|m| m.id == "warn.training.paged_out"));
+        // On 24 GiB weights and gradients alone do not fit: all but the largest parameter's
+        // moments (the embedding, 128256 × 4096) are paged out and it is still short.
+        let tiny = on_card(24, &paged_run);
+        let working = 128_256.0 * 4096.0 * 2.0;
+        assert!((paged_out_bytes(&tiny) - (moments - working)).abs() < 1e6);
+        assert!(!estimate(&tiny).fits());
+    }
+
+    #[test]
+    fn paged_lora_pages_only_matrices_of_1e5_elements() {
+        // Llama 3.1 8B, rank 16 on q and v: every lora_A is 16 × 4096 = 65,536 elements and
+        // every lora_B 4096 × 16 or 1024 × 16: none reaches bitsandbytes' 1e5, nothing is paged.
+        let qv = "method = \"lora\"\nlora_targets = \"qv\"\n";
+        assert_eq!(
+            paged_states(&on_card(80, &format!("{qv}paged_optimizer = true\n"))),
+            Paged::default()
+        );
+        // All linear layers: the MLP's lora_A of down_proj (16 × 14336) and lora_B of gate/up
+        // (14336 × 16) are paged: 3 × 229,376 elements a layer, 8 B of fp32 moments each.
+        let all = on_card(80, "method = \"lora\"\npaged_optimizer = true\n");
+        let p = paged_states(&all);
+        assert_eq!(p.bytes, 32.0 * 3.0 * 229_376.0 * 8.0);
+        assert_eq!(p.working_set, 229_376.0 * 8.0);
     }
 
     #[test]

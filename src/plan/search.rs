@@ -4,8 +4,7 @@
 use super::strategy::{Risk, Strategy, candidate_groups};
 use crate::memory::{self, Breakdown, Workload};
 
-/// Share of the card a plan leaves free: allocator fragmentation, a display, a driver update.
-pub const SAFETY_MARGIN: f64 = 0.05;
+pub use crate::memory::breakdown::SAFETY_MARGIN;
 
 /// A set of strategies and what they buy.
 #[derive(Debug, Clone)]

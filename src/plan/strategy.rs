@@ -48,6 +48,9 @@ pub enum Strategy {
     /// The checkpointed layers' inputs in host memory until their recompute (torchtune
     /// `enable_activation_offloading`, Unsloth's offloaded gradient checkpointing).
     ActivationOffload,
+    /// bitsandbytes' paged optimizer: states in CUDA managed memory, evicted to host RAM when the
+    /// card is short.
+    PagedOptimizer,
     /// ZeRO partitioning across the GPUs.
     Zero { stage: u32 },
     /// Move optimizer states (and parameters) to host memory.
@@ -114,10 +117,21 @@ impl Strategy {
                 }
                 n.activation_offload = true;
             }
+            Strategy::PagedOptimizer => {
+                // bitsandbytes' paged optimizers; ZeRO-Offload has the states in host RAM
+                // already (`Workload::resolve`).
+                if !n.optimizer.has_paged_variant() || n.offload != Offload::None {
+                    return None;
+                }
+                n.paged_optimizer = true;
+                // bitsandbytes has no foreach/fused switch.
+                n.optimizer_step = OptimizerStep::Foreach;
+            }
             Strategy::Zero { stage } => n.zero_stage = *stage,
             Strategy::Offload { offload } => {
-                // ZeRO-Offload steps on the CPU, after backward (`Workload::resolve`).
-                if n.optimizer_in_bwd {
+                // ZeRO-Offload steps on the CPU, after backward; a paged optimizer keeps the
+                // states on the GPU (`Workload::resolve`).
+                if n.optimizer_in_bwd || n.paged_optimizer {
                     return None;
                 }
                 n.offload = *offload;
@@ -187,6 +201,21 @@ impl Strategy {
                 base.run.checkpointing = Checkpointing::Full;
                 base.run.activation_offload = false;
                 modelled_ratio(&base, self).unwrap_or(1.0)
+            }
+            // The evicted states paged in and out over PCIe each optimizer step (`speed::llm`);
+            // on a card of unknown speed, the states' PCIe round trip of ZeRO-Offload (its 0.6,
+            // arXiv 2101.06840) without the CPU step.
+            Strategy::PagedOptimizer => {
+                let mut base = w.clone();
+                base.run.paged_optimizer = false;
+                let mut with = base.clone();
+                with.run.paged_optimizer = true;
+                let unknown = if crate::memory::training::paged_out_bytes(&with) > 0.0 {
+                    0.6
+                } else {
+                    1.0
+                };
+                modelled_ratio(&base, self).unwrap_or(unknown)
             }
             Strategy::Zero { stage } => 1.0 - 0.05 * f64::from(*stage),
             // The CPU optimizer step, its PCIe copies and the weights streamed in for every pass
@@ -278,6 +307,10 @@ impl Strategy {
             ),
             Strategy::ActivationOffload => (
                 "checkpointed layers' inputs offloaded to CPU RAM (torchtune enable_activation_offloading)",
+                vec![],
+            ),
+            Strategy::PagedOptimizer => (
+                "paged optimizer (bitsandbytes: states paged to CPU RAM when the card is short)",
                 vec![],
             ),
             Strategy::Zero { stage } => ("ZeRO stage {stage}", vec![("stage", stage.to_string())]),
@@ -411,6 +444,10 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
         if !r.optimizer_in_bwd {
             groups.push(vec![Strategy::OptimizerInBwd]);
         }
+        // Last: after the optimizer choice (8-bit states page too) and the offloads it excludes.
+        if !r.paged_optimizer {
+            groups.push(vec![Strategy::PagedOptimizer]);
+        }
     } else {
         let formats: &[&str] = if r.weights.is_gguf() || r.engine == Engine::LlamaCpp {
             &["q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k"]
@@ -537,6 +574,56 @@ mod tests {
         let mut slow = l.clone();
         slow.gpu.speed.pcie_gbs /= 8.0;
         assert!(params.speed_factor(&slow) < lp);
+    }
+
+    #[test]
+    fn paged_optimizer_needs_a_bitsandbytes_form_and_costs_paging_time() {
+        let adamw = lora("optimizer = 'adamw'\nseq = 256\ncheckpointing = 'full'\n");
+        assert!(
+            Strategy::PagedOptimizer
+                .apply(&adamw.run)
+                .is_some_and(|r| r.paged_optimizer)
+        );
+        for run in [
+            "optimizer = 'sgd'\n",
+            "optimizer = 'adafactor'\n",
+            "offload = 'optimizer'\n",
+        ] {
+            assert!(
+                Strategy::PagedOptimizer.apply(&lora(run).run).is_none(),
+                "{run}"
+            );
+        }
+        let paged = Strategy::PagedOptimizer.apply(&adamw.run).unwrap();
+        assert!(
+            Strategy::Offload {
+                offload: Offload::Optimizer
+            }
+            .apply(&paged)
+            .is_none()
+        );
+        // Nothing is paged out where the run fits: no cost.
+        assert_eq!(Strategy::PagedOptimizer.speed_factor(&adamw), 1.0);
+        // Full fine-tuning of 8B in pure bf16 on 24 GB: states are paged out every step.
+        let text = "[gpu]\npreset = 'rtx-4090'\n[model]\npreset = 'llama-3.1-8b'\n[run]\ntask = 'training'\nprecision = 'bf16'\noptimizer = 'adamw-8bit'\ncheckpointing = 'full'\nseq = 512\n";
+        let full = WorkloadFile::parse(text, "t")
+            .unwrap()
+            .resolve(Path::new("."), None)
+            .unwrap();
+        let f = Strategy::PagedOptimizer.speed_factor(&full);
+        assert!(f > 0.0 && f < 0.9, "{f}");
+        // After the optimizer choice and the offloads it excludes.
+        let groups = candidate_groups(&adamw.run, 1, false);
+        let at = |s: &Strategy| groups.iter().position(|g| g.contains(s));
+        let paged = at(&Strategy::PagedOptimizer);
+        assert!(
+            paged.is_some() && at(&Strategy::Optimizer8bit) < paged,
+            "{groups:?}"
+        );
+        let offload = at(&Strategy::Offload {
+            offload: Offload::Optimizer,
+        });
+        assert!(offload < paged, "{groups:?}");
     }
 
     #[test]

@@ -8,7 +8,6 @@
 //! its cache in memory nobody else asks for. "Needs" is the smallest card on which the run
 //! stays whole in VRAM (found by trying card sizes), so it does not grow with the card.
 
-use super::search::SAFETY_MARGIN;
 use crate::memory::Breakdown;
 use crate::memory::diffusion::{DiffusionWorkload, estimate, residency::place};
 use crate::types::message::Message;
@@ -163,7 +162,7 @@ pub fn fill(template: &str, values: &[(&str, String)]) -> String {
 
 /// The safety margin of a card.
 pub fn margin(capacity_bytes: u64) -> u64 {
-    (capacity_bytes as f64 * SAFETY_MARGIN) as u64
+    crate::memory::breakdown::margin_bytes(capacity_bytes)
 }
 
 /// An estimate without a fill-what-is-there engine: what it uses is what it needs.

@@ -515,6 +515,17 @@ impl RunSection {
                 "run.activation_offload moves the inputs of checkpointed layers to CPU RAM and needs run.checkpointing = 'full' (torchtune refuses it without activation checkpointing); run.checkpointing is '{checkpointing}'"
             ).into());
         }
+        let optimizer = self.optimizer.unwrap_or(d.optimizer);
+        let paged_optimizer = self.paged_optimizer.unwrap_or(d.paged_optimizer);
+        if paged_optimizer && !optimizer.has_paged_variant() {
+            return Err(format!(
+                "run.paged_optimizer: bitsandbytes has no paged {optimizer} (its paged optimizers are AdamW, AdamW 8-bit and Lion: transformers optim paged_adamw_32bit, paged_adamw_8bit, paged_lion_32bit); use one of adamw, adamw-8bit, lion or run.paged_optimizer = false"
+            )
+            .into());
+        }
+        if paged_optimizer && self.offload.is_some_and(|o| o != Offload::None) {
+            return Err("run.paged_optimizer keeps the optimizer states on the GPU, paged to host RAM when short; run.offload (DeepSpeed ZeRO-Offload) already keeps them in host RAM and steps on the CPU; choose one".into());
+        }
         Ok(Run {
             task,
             objective: self.objective.unwrap_or(d.objective),
@@ -528,10 +539,11 @@ impl RunSection {
             attention: self.attention.unwrap_or(d.attention),
             method,
             precision: self.precision.unwrap_or(d.precision),
-            optimizer: self.optimizer.unwrap_or(d.optimizer),
+            optimizer,
             optimizer_step: self.optimizer_step.unwrap_or(d.optimizer_step),
             optimizer_in_bwd,
             activation_offload,
+            paged_optimizer,
             checkpointing,
             lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
             lora_targets: match &self.lora_targets {
@@ -648,6 +660,29 @@ mod tests {
         assert!(
             e.contains("run.optimizer_in_bwd") && e.contains("run.offload"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn paged_optimizer_needs_a_bitsandbytes_optimizer_on_the_gpu() {
+        let base = "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\npaged_optimizer = true\n";
+        for ok in ["adamw", "adamw-8bit", "lion"] {
+            let w = resolve(&format!("{base}optimizer = \"{ok}\"\n")).unwrap();
+            assert!(w.run.paged_optimizer, "{ok}");
+        }
+        for no in ["sgd", "adafactor"] {
+            let e = resolve(&format!("{base}optimizer = \"{no}\"\n")).unwrap_err();
+            assert!(e.contains("run.paged_optimizer") && e.contains(no), "{e}");
+        }
+        let e = resolve(&format!("{base}offload = \"optimizer\"\n")).unwrap_err();
+        assert!(
+            e.contains("run.paged_optimizer") && e.contains("run.offload"),
+            "{e}"
+        );
+        // The paged spelling is no longer read as the unpaged optimizer.
+        assert!(
+            resolve(&base.replace("paged_optimizer = true", "optimizer = \"paged-adamw-8bit\""))
+                .is_err()
         );
     }
 

@@ -346,7 +346,7 @@ fn training(w: &Workload) -> Speed {
             // PEFT keeps adapters, their gradients and states in fp32 (memory::training).
             let (precision, (wb, gb)) = match r.method {
                 Method::Full => (
-                    r.precision,
+                    crate::memory::training::state_precision(r),
                     crate::memory::training::full_state_bytes(r.precision, r.zero_stage),
                 ),
                 _ => (Precision::Fp32, (4.0, 4.0)),
@@ -378,8 +378,16 @@ fn training(w: &Workload) -> Speed {
     // `use_streams=True` by default, as in TRL): only copies longer than a micro-batch's compute
     // cost time. [derived: full overlap assumed]
     let copies = 2.0 * crate::memory::training::offloaded_activation_bytes(w) / pcie;
-    let step =
-        f64::from(r.grad_accum) * (micro.max(copies) + weights_in) + optimizer_step + offload;
+    // A paged optimizer's evicted states come back for the step (`prefetch_state`,
+    // cudaMemPrefetchAsync) and are pushed out again by the next forward's allocations: twice
+    // their bytes over PCIe per optimizer step, not overlapped (the step synchronizes on each
+    // parameter, `sync_gpu`). [derived: migration at the link's rate; fault-driven eviction is
+    // slower]
+    let paging = 2.0 * crate::memory::training::paged_out_bytes(w) / pcie;
+    let step = f64::from(r.grad_accum) * (micro.max(copies) + weights_in)
+        + optimizer_step
+        + offload
+        + paging;
     let tokens = micro_tokens * f64::from(r.grad_accum) * n;
     let mut basis = format!(
         "{:.0} GFLOPs per token ({per_param:.0}·params + attention) at {:.0}% of {:.0} fp16 \
@@ -410,6 +418,11 @@ fn training(w: &Workload) -> Speed {
     if copies > 0.0 {
         basis.push_str(&format!(
             "; {copies:.2} s of activation copies per micro-batch over PCIe, overlapped with compute"
+        ));
+    }
+    if paging > 0.0 {
+        basis.push_str(&format!(
+            " + {paging:.2} s per step paging optimizer states over PCIe"
         ));
     }
     Speed {

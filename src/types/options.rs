@@ -128,12 +128,25 @@ choice!(
 choice!(
     Optimizer, "run.optimizer" {
         AdamW = "adamw" | "adam",
-        AdamW8bit = "adamw-8bit" | "adam8bit" | "adamw8bit" | "paged-adamw-8bit",
+        /// bitsandbytes' paged variants are this optimizer with `run.paged_optimizer = true`.
+        AdamW8bit = "adamw-8bit" | "adam8bit" | "adamw8bit",
         Sgd = "sgd",
         Adafactor = "adafactor",
         Lion = "lion",
     }
 );
+
+impl Optimizer {
+    /// Whether bitsandbytes has a paged form of it (`bitsandbytes/optim/adamw.py` `PagedAdamW`,
+    /// `PagedAdamW8bit`; `optim/lion.py` `PagedLion`; transformers `OptimizerNames`
+    /// `paged_adamw_32bit`, `paged_adamw_8bit`, `paged_lion_32bit`); SGD and Adafactor have none.
+    pub fn has_paged_variant(self) -> bool {
+        matches!(
+            self,
+            Optimizer::AdamW | Optimizer::AdamW8bit | Optimizer::Lion
+        )
+    }
+}
 
 choice!(
     /// How torch.optim runs the optimizer step over a parameter group (the `foreach` / `fused`

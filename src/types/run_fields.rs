@@ -75,6 +75,12 @@ macro_rules! run_fields {
             activation_offload: bool, training, on(long) {
                 /// Move the checkpointed layers' inputs to CPU RAM (torchtune enable_activation_offloading).
             },
+            /// bitsandbytes' paged optimizer (`is_paged=True`: transformers `optim="paged_adamw_8bit"`,
+            /// `"paged_adamw_32bit"`, `"paged_lion_32bit"`): its states in CUDA managed memory, which
+            /// the driver moves to host RAM when the card runs short.
+            paged_optimizer: bool, training, on(long) {
+                /// bitsandbytes' paged optimizer: states in CUDA managed memory, paged to host RAM when short.
+            },
             checkpointing: Checkpointing, training, value(long) {},
             lora_rank: i64, any, value(long) {},
             lora_targets: LoraTargets, training, value(long) {

@@ -15,8 +15,10 @@ Not visible to this counter (documented, not modelled here): memory allocated in
 (`Params4bit` cannot wrap a FakeTensor), the CUDA context. Workloads that need them (`qlora`)
 are refused with exit status 2, never simulated wrongly. bitsandbytes' 8-bit AdamW runs for real
 (its state tensors and its update op's fake kernel) when bitsandbytes is importable; without it
-`adamw-8bit` rows are refused the same way. Its paged variant keeps the states in CUDA managed
-memory, which `memory_allocated()` does not count: not simulated.
+`adamw-8bit` rows are refused the same way. Its paged variants (`paged_optimizer`) keep the
+states of tensors of at least 1e5 elements in CUDA managed memory, which `memory_allocated()`
+does not count: those state buffers are left out of the count (`paged_state_buffers`); the
+driver's eviction of managed memory to host RAM is not simulated (it depends on the card).
 Attention runs PyTorch's CPU path for scaled_dot_product_attention (fake *cpu* tensors), not
 the kernel a GPU would pick (flash or memory-efficient attention, whose saved tensors differ),
 so the attention part of a row is approximate: the rest of the step is exact.
@@ -75,13 +77,14 @@ class LiveBytes(TorchDispatchMode):
         self.at_peak = None  # {key: (bytes, phase, op)} when the peak was last reached
         self._rising = False
         self.paused = False  # host-side tensors (activation offloading) are not counted
+        self.managed = set()  # storages in CUDA managed memory (paged optimizer states)
 
     def register(self, t, op="input"):
         if not torch.is_tensor(t) or self.paused:
             return
         s = t.untyped_storage()
         key = _key(t)
-        if key in self.seen:
+        if key in self.seen or key in self.managed:
             return
         n = _round(s.nbytes())
         self.seen[key] = (n, self.phase, op)
@@ -155,8 +158,10 @@ def unsupported(w):
     r = w.run
     if r.method == "qlora" or r.weights in ("int8", "nf4"):
         return "bitsandbytes quantized weights (Params4bit cannot wrap a fake tensor)"
-    if r.optimizer == "adamw-8bit" and importlib.util.find_spec("bitsandbytes") is None:
-        return "bitsandbytes is not installed (8-bit optimizer states)"
+    if (r.optimizer == "adamw-8bit" or r.paged_optimizer) and importlib.util.find_spec("bitsandbytes") is None:
+        return "bitsandbytes is not installed (8-bit or paged optimizer states)"
+    if r.paged_optimizer and r.optimizer not in ("adamw", "adamw-8bit"):
+        return f"a paged {r.optimizer} (only bitsandbytes' paged AdamW and AdamW 8-bit are simulated)"
     if r.precision == "fp16-mixed":
         return "fp16 autocast on the CPU device (GradScaler needs CUDA)"
     return None
@@ -212,6 +217,12 @@ def _build(w, fake):
 
 
 def _optimizer(r, params):
+    if r.paged_optimizer:
+        # transformers' paged_adamw_32bit / paged_adamw_8bit (trainer_optimizer.py
+        # `_get_bitsandbytes_optimizer`: bitsandbytes AdamW with is_paged=True).
+        import bitsandbytes as bnb
+        return bnb.optim.AdamW(params, lr=1e-5, optim_bits=8 if r.optimizer == "adamw-8bit" else 32,
+                               is_paged=True)
     if r.optimizer == "sgd":
         return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
     if r.optimizer == "adafactor":
@@ -224,6 +235,26 @@ def _optimizer(r, params):
     # the loop, so the workload's choice is always passed.
     step = {"foreach": {"foreach": True}, "fused": {"fused": True}, "for-loop": {"foreach": False}}
     return torch.optim.AdamW(params, lr=1e-5, **step[r.optimizer_step])
+
+
+def paged_state_buffers(opt, counter):
+    """bitsandbytes' paged state buffers: `Optimizer8bit.get_state_buffer` makes the states of a
+    tensor of at least 1e5 elements with `F.get_paged` (cudaMallocManaged, outside PyTorch's
+    allocator) when `is_paged`; on a CPU (fake) tensor it falls back to `torch.zeros_like`, which
+    is made here without being counted, and its storage is never counted afterwards."""
+    plain = opt.get_state_buffer
+
+    def get_state_buffer(p, dtype=torch.float32):
+        if p.numel() < 1e5:
+            return plain(p, dtype=dtype)
+        counter.paused = True
+        try:
+            buf = plain(p, dtype=dtype)
+        finally:
+            counter.paused = False
+        counter.managed.add(_key(buf))
+        return buf
+    opt.get_state_buffer = get_state_buffer
 
 
 class InBackward:
@@ -370,6 +401,9 @@ def step_peak(w, fake=True, top=0):
         def on_grad(p):
             counter.tag(p.grad, "gradients")
         opt = InBackward(r, trainable, on_grad) if r.optimizer_in_bwd else _optimizer(r, trainable)
+        if r.paged_optimizer:
+            for o in (opt.optims.values() if r.optimizer_in_bwd else [opt]):
+                paged_state_buffers(o, counter)
         ids = torch.randint(0, w.model.config["vocab_size"], (r.batch, r.seq))
         counter.register(ids)
         mixed = r.precision == "bf16-mixed"
@@ -417,7 +451,7 @@ def step_peak(w, fake=True, top=0):
 def _step_mode(r):
     """How the optimizer steps, in a row's `mode` when it is not the default."""
     return (("" if r.optimizer_step == "foreach" else f" step={r.optimizer_step}") + (" in_bwd" if r.optimizer_in_bwd else "")
-            + (" activation_offload" if r.activation_offload else ""))
+            + (" activation_offload" if r.activation_offload else "") + (" paged" if r.paged_optimizer else ""))
 
 
 def row(w, peak, parts, phase):

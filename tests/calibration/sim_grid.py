@@ -50,11 +50,11 @@ MOE = ("mixtral", "qwen15moe")
 
 def run_fields(method="full", precision="bf16-mixed", optimizer="adamw", ckpt="none", batch=1,
                seq=1024, rank=16, targets="all-linear", accum=1, attention=None, step="foreach",
-               in_bwd=False, act_offload=False):
+               in_bwd=False, act_offload=False, paged=False):
     return dict(method=method, precision=precision, optimizer=optimizer, checkpointing=ckpt,
                 batch=batch, seq=seq, lora_rank=rank, lora_targets=targets, grad_accum=accum,
                 attention=attention, optimizer_step=step, optimizer_in_bwd=in_bwd,
-                activation_offload=act_offload)
+                activation_offload=act_offload, paged_optimizer=paged)
 
 
 def grid():
@@ -77,6 +77,8 @@ def grid():
             parts.append("inbwd")
         if f["activation_offload"]:
             parts.append("actoff")
+        if f["paged_optimizer"]:
+            parts.append("paged")
         if f["checkpointing"] != "none":
             parts.append("ckpt")
         if f["attention"] != MODELS[model][1]:
@@ -140,6 +142,14 @@ def grid():
         add(m, method="lora", act_offload=True, ckpt="full", seq=8192, accum=2)
         add(m, act_offload=True, ckpt="full", seq=2048, in_bwd=True)
         add(m, method="lora", act_offload=True, ckpt="full", batch=2, seq=2048)
+    # bitsandbytes' paged optimizers (states of tensors >= 1e5 elements outside the allocator):
+    # 8-bit and 32-bit AdamW, full fine-tuning (every matrix paged) and LoRA (rank 16 on Llama
+    # 3.2 1B's 2048-wide attention: lora_A 16 x 2048 is under 1e5, the MLP's are not).
+    for m in ("llama1b", "qwen3-8b"):
+        add(m, optimizer="adamw-8bit", paged=True, ckpt="full", seq=2048)
+        add(m, method="lora", paged=True, ckpt="full", batch=2, seq=2048)
+    add("llama1b", paged=True, precision="bf16", seq=1024)
+    add("llama1b", method="lora", rank=64, targets="attention", paged=True, seq=1024)
     # Larger models at longer sequences and batches.
     for m in ("qwen3-8b", "phi3mini"):
         add(m, ckpt="full", batch=8, seq=4096)
@@ -166,6 +176,8 @@ def toml(name, model, f):
         lines.append("optimizer_in_bwd = true")
     if f["activation_offload"]:
         lines.append("activation_offload = true")
+    if f["paged_optimizer"]:
+        lines.append("paged_optimizer = true")
     return "\n".join(lines) + "\n"
 
 

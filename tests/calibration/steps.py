@@ -359,6 +359,8 @@ def run_llm_training(model, run, device, workdir, meter, res):
         raise RuntimeError("run.optimizer_in_bwd is simulated by fake_train.py, not measured by this harness")
     if run.activation_offload:
         raise RuntimeError("run.activation_offload is simulated by fake_train.py, not measured by this harness")
+    if run.paged_optimizer:
+        raise RuntimeError("run.paged_optimizer is simulated by fake_train.py, not measured by this harness")
     opt = _optimizer(run, trainable, device, res)
     amp_dtype = torch.float16 if run.precision == "fp16-mixed" else torch.bfloat16
     scaler = torch.amp.GradScaler(device, enabled=run.precision == "fp16-mixed")

@@ -82,6 +82,7 @@ class Run:
     optimizer_step: str | None = None
     optimizer_in_bwd: bool | None = None
     activation_offload: bool | None = None
+    paged_optimizer: bool | None = None
     checkpointing: str | None = None
     lora_rank: int | None = None
     lora_targets: str | None = None

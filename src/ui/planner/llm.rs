@@ -150,6 +150,18 @@ pub fn inputs_ui(
         }
         if let Some(v) = pick(ui, tr("Optimizer"), Optimizer::ALL, r.optimizer) {
             f.optimizer = Some(v);
+            if !v.has_paged_variant() {
+                // bitsandbytes has no paged form of it (`Workload::resolve`).
+                f.paged_optimizer = None;
+            }
+        }
+        // Shown always, greyed out where bitsandbytes has no paged form or the states are offloaded.
+        let pageable = r.optimizer.has_paged_variant() && r.offload == Offload::None;
+        let paged = ui.add_enabled_ui(pageable, |ui| {
+            flag(ui, tr("Paged optimizer (bitsandbytes)"), r.paged_optimizer)
+        });
+        if let Some(v) = paged.inner {
+            f.paged_optimizer = Some(v);
         }
         if matches!(r.optimizer, Optimizer::AdamW | Optimizer::Sgd)
             && let Some(v) = pick(
@@ -217,6 +229,10 @@ pub fn inputs_ui(
         }
         if let Some(v) = pick(ui, tr("Offload"), Offload::ALL, r.offload) {
             f.offload = Some(v);
+            if v != Offload::None {
+                // ZeRO-Offload keeps the states in host RAM itself (`Workload::resolve`).
+                f.paged_optimizer = None;
+            }
         }
     }
 }
