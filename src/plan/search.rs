@@ -91,12 +91,18 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
     debug_assert!(groups.len() <= 16 && groups.iter().all(|g| g.len() < 16));
     let mut combos: Vec<(f64, f64, f64, u64)> = vec![(0.0, 0.0, 1.0, 0)];
     for (gi, g) in groups.iter().enumerate() {
+        // Each option's points and speed factor once per plan, not once per combination: a
+        // speed factor may run the speed model (offload, paged states), thousands of times here.
+        let priced: Vec<(f64, f64)> = g
+            .iter()
+            .map(|s| (points(s, w), s.speed_factor(w)))
+            .collect();
         let mut next = Vec::with_capacity(combos.len() * (g.len() + 1));
         for &(c, pts, speed, choice) in &combos {
             next.push((c, pts, speed, choice));
-            for (i, s) in g.iter().enumerate() {
-                let p = pts + points(s, w);
-                let sp = speed * s.speed_factor(w);
+            for (i, &(op, of)) in priced.iter().enumerate() {
+                let p = pts + op;
+                let sp = speed * of;
                 next.push((cost(p, sp), p, sp, choice | ((i as u64 + 1) << (4 * gi))));
             }
         }
