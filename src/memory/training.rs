@@ -697,7 +697,7 @@ mod tests {
         let short = on_card(40, &paged_run);
         let b = estimate(&short);
         let out = paged_out_bytes(&short);
-        assert!(out > 4.0 * GIB as f64 && out < moments, "{out}");
+        assert!(out > 4.0 * GIB && out < moments, "{out}");
         let margin = crate::memory::breakdown::margin_bytes(b.capacity_bytes);
         assert!(b.required_bytes() + margin <= b.capacity_bytes, "{b:?}");
         assert!(b.warnings.iter().any(|m| m.id == "warn.training.paged_out"));
