@@ -303,21 +303,14 @@ fn mxfp4_experts_are_planned_in_mxfp4() {
     let i: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
     assert_eq!(i["weights"], "mxfp4");
     let weights = |args: &[&str]| {
-        let o = run(&[
-            &["plan", "--model-file", cfg, "--vram-gib", "80", "--json"],
-            args,
-        ]
-        .concat());
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        v["components"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == "weights")
-            .unwrap()["bytes"]
-            .as_f64()
-            .unwrap()
+        plan_weights(
+            &[
+                &["plan", "--model-file", cfg, "--vram-gib", "80", "--json"],
+                args,
+            ]
+            .concat(),
+        )
+        .0
     };
     let gib = f64::from(1u32 << 30);
     // Experts: 24 layers × 32 experts × 3 × 2880 × 2880 weights at 17/32 byte; the other
