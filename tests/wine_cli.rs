@@ -119,6 +119,13 @@ fn plan_json_is_the_same() {
             "llama-cpp",
             "--seq",
             "16384",
+            // The offload's speed depends on the host's RAM, which each build reads from the
+            // machine (Linux: the DMI table; Windows: the SMBIOS table Wine synthesises, which
+            // differs): name one, so both price the same host.
+            "--host",
+            "ddr4-3200-2ch",
+            "--host-ram-gib",
+            "32",
             "--json",
         ],
         &[
