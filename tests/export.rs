@@ -848,6 +848,26 @@ fn qlora_loads_a_4bit_base_and_lora_does_not() {
 }
 
 #[test]
+fn packing_exports_trl_packing_and_torchtune_packed() {
+    let base = "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nseq = 2048\nbatch = 2\n";
+    let (w, r) = load(&format!("{base}packing = true\n"));
+    let args = render(ExportKind::HfTraining, &w, &r);
+    assert!(
+        args.contains("packing=True, max_length=2048")
+            && args.contains("rows of 2048 tokens, 2 per device batch"),
+        "{args}"
+    );
+    // The TrainingArguments themselves have no packing field (the real parser checks them).
+    assert!(!args.contains("    packing="), "{args}");
+    let tt = render(ExportKind::Torchtune, &w, &r);
+    assert!(tt.contains("packed: true"), "{tt}");
+    assert!(render(ExportKind::Unsloth, &w, &r).contains("packing=True, max_length=2048"));
+    let (w, r) = load(base);
+    assert!(render(ExportKind::Torchtune, &w, &r).contains("packed: false"));
+    assert!(!render(ExportKind::HfTraining, &w, &r).contains("packing=True"));
+}
+
+#[test]
 fn a_paged_optimizer_exports_bitsandbytes_paged_names() {
     let base = "[gpu]\nvram_gib = 80\ncount = 2\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nzero_stage = 2\npaged_optimizer = true\n";
     for (optimizer, name) in [

@@ -500,6 +500,7 @@ fn every_strategy_template_has_a_chinese_entry() {
         Strategy::OptimizerInBwd,
         Strategy::ActivationOffload,
         Strategy::PagedOptimizer,
+        Strategy::Packing,
         Strategy::Zero { stage: 3 },
         Strategy::Context { seq: 4096 },
         Strategy::ChunkedLoss,
@@ -546,6 +547,7 @@ fn every_strategy_template_has_a_chinese_entry() {
             | Strategy::OptimizerInBwd
             | Strategy::ActivationOffload
             | Strategy::PagedOptimizer
+            | Strategy::Packing
             | Strategy::Zero { .. }
             | Strategy::Offload { .. }
             | Strategy::Context { .. }

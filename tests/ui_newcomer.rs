@@ -123,6 +123,10 @@ fn control(s: &Strategy) -> &'static [(Role, &'static str)] {
         Strategy::OptimizerInBwd => &[(Role::CheckBox, "Optimizer step in backward")],
         Strategy::ActivationOffload => &[(Role::CheckBox, "Activation offloading to CPU")],
         Strategy::PagedOptimizer => &[(Role::CheckBox, "Paged optimizer (bitsandbytes)")],
+        Strategy::Packing => &[
+            (Role::CheckBox, "Sequence packing"),
+            (Role::Slider, "Batch size"),
+        ],
         Strategy::Zero { .. } => &[(Role::Slider, "ZeRO stage")],
         Strategy::Offload { .. } => &[(Role::ComboBox, "Offload")],
         Strategy::Context { .. } => &[(Role::Slider, "Sequence length")],
@@ -174,6 +178,9 @@ const LLM_PLANS: &[&str] = &[
     "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nbatch = 128\nseq = 600\nweights = \"nf4\"\nattention = \"flash\"\n",
     // the optimizer step in backward (no full set of gradients)
     "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nseq = 512\nmethod = \"full\"\ncheckpointing = \"full\"\nloss = \"chunked\"\nprecision = \"bf16\"\noptimizer = \"adamw-8bit\"\n",
+    // sequence packing (samples of a quarter of the sequence: the padded batch of 8 is two
+    // packed rows)
+    "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"qlora\"\nattention = \"flash\"\nbatch = 8\nseq = 2048\navg_seq = 512\n",
     // optimizer offload (gradient accumulation rules out the step in backward)
     "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nseq = 512\nmethod = \"full\"\ncheckpointing = \"full\"\nloss = \"chunked\"\nprecision = \"bf16\"\noptimizer = \"adamw-8bit\"\ngrad_accum = 2\n",
 ];
@@ -223,6 +230,7 @@ fn every_recommended_strategy_has_a_control_and_apply_reaches_the_promised_peak(
         "optimizer8bit",
         "optimizer_in_bwd",
         "activation_offload",
+        "packing",
         "zero",
         "offload",
         "context",

@@ -98,6 +98,27 @@ fn fields(w: &Workload) -> Vec<Field> {
     f
 }
 
+/// How the examples fill a batch (`run.packing`): `TrainingArguments` has no field for it; TRL's
+/// `SFTConfig` (a `TrainingArguments`) has `packing` and `max_length` (trl/trainer/sft_config.py),
+/// torchtune `dataset.packed` with `tokenizer.max_seq_len`.
+fn packing_note(w: &Workload) -> String {
+    let (s, b) = (w.run.seq, w.run.batch);
+    if w.run.packing {
+        let flash = if w.run.attention == Attention::Flash {
+            ""
+        } else {
+            " TRL warns unless the model is loaded with attn_implementation=\"flash_attention_2\"; the plan counts the mask transformers builds over the packed row without it."
+        };
+        format!(
+            "The plan packs whole examples into rows of {s} tokens, {b} per device batch (per_device_train_batch_size counts rows): trl's SFTConfig (a TrainingArguments) with packing=True, max_length={s} (its default packing_strategy=\"bfd\" is padding-free); torchtune dataset.packed: True with tokenizer.max_seq_len: {s}.{flash}"
+        )
+    } else {
+        format!(
+            "Truncate examples to {s} tokens (trl SFTConfig max_length={s}); each batch is padded to its longest example, and the plan's peak is a batch with one of {s} tokens."
+        )
+    }
+}
+
 /// What the arguments cannot say: how to load the model and launch the run.
 fn notes(w: &Workload) -> Vec<String> {
     let r = &w.run;
@@ -106,10 +127,7 @@ fn notes(w: &Workload) -> Vec<String> {
             "VRAM Doctor plan for {} on {} × {}.",
             w.model_name, w.gpu.count, w.gpu.name
         ),
-        format!(
-            "Pack or truncate examples to {} tokens (the sequence length the plan assumes).",
-            r.seq
-        ),
+        packing_note(w),
     ];
     if r.method != Method::Full {
         // Adapters: the base weights stay as loaded, AMP keeps the adapters in fp32.

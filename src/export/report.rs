@@ -113,6 +113,13 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                     r.paged_optimizer,
                     train,
                 ),
+                setting("packing", "Sequence packing", r.packing, train),
+                setting(
+                    "avg_seq",
+                    "Mean tokens per sample",
+                    r.mean_sample_tokens(),
+                    train,
+                ),
                 setting(
                     "checkpointing",
                     "Activation checkpointing",

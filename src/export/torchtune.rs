@@ -237,7 +237,8 @@ pub fn config(w: &Workload) -> Result<Value, String> {
             "model_type": f.checkpoint_model_type,
         },
         "resume_from_checkpoint": false,
-        "dataset": { "_component_": "torchtune.datasets.alpaca_cleaned_dataset", "packed": false },
+        // torchtune `PackedDataset` packs to `tokenizer.max_seq_len`; `batch_size` counts packs.
+        "dataset": { "_component_": "torchtune.datasets.alpaca_cleaned_dataset", "packed": r.packing },
         "seed": null,
         "shuffle": true,
         "batch_size": r.batch,
@@ -303,7 +304,13 @@ fn notes(w: &Workload) -> Vec<String> {
             hf_repo(w),
             slug(&w.model_name)
         ),
-        "The dataset is a placeholder (alpaca_cleaned_dataset); packed: false pads each batch to its longest example, at most max_seq_len tokens.".into(),
+        if r.packing {
+            // torchtune/data/_collate.py `padded_collate_packed` → `packed_block_causal_mask`:
+            // flex attention's compressed BlockMask where it is supported.
+            "The dataset is a placeholder (alpaca_cleaned_dataset); packed: true packs whole examples into rows of max_seq_len tokens (batch_size counts rows) and masks them apart with flex attention's block mask, so no mask over the row as the plan's SDPA or eager attention has.".into()
+        } else {
+            "The dataset is a placeholder (alpaca_cleaned_dataset); packed: false pads each batch to its longest example, at most max_seq_len tokens.".into()
+        },
     ];
     if r.precision == Precision::Bf16Mixed {
         n.push("torchtune trains in pure bf16 (dtype: bf16: weights, gradients and optimizer states in bf16); the plan assumed mixed precision with fp32 master weights, so torchtune holds less.".into());

@@ -66,6 +66,12 @@ pub fn render(w: &Workload) -> Result<String, String> {
     if r.checkpointing == Checkpointing::Selective {
         notes.push("The plan assumes selective recomputation; Unsloth's checkpointing recomputes whole layers (less memory, slower).".into());
     }
+    if r.packing {
+        notes.push(format!(
+            "The plan packs examples: pass packing=True, max_length={} in the SFTConfig (TRL packs whole examples into rows of max_length tokens, padding-free).",
+            r.seq
+        ));
+    }
     if r.method == Method::Qlora {
         notes.push("Unsloth does not upcast the non-quantized parameters to fp32 as PEFT's prepare_model_for_kbit_training (which the plan assumes) does: a little less memory.".into());
     }

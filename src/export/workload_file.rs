@@ -52,6 +52,7 @@ fn llm(f: &mut RunSection, before: &Run, after: &Run) {
             optimizer_in_bwd,
             activation_offload,
             paged_optimizer,
+            packing,
             checkpointing,
             offload,
             gpu_memory_utilization

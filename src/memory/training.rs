@@ -32,6 +32,11 @@
 //! large tensors live in CUDA managed memory, outside PyTorch's allocator: they count on the
 //! card but not in `memory_allocated()`, and when the card runs short the driver moves them to
 //! host RAM; each optimizer step pages them back one parameter at a time.
+//!
+//! A micro-batch is `batch × seq` tokens with packing or without (see `attention_mask_elements`):
+//! unpacked, its worst batch holds a sample of `seq` tokens and the others are padded to it;
+//! packed, every row is `seq` tokens of whole samples. What differs is the attention mask
+//! transformers builds for it and how much of the compute is padding (`speed::llm`).
 
 use super::activations::{StepDtypes, Trained, training_activations};
 use super::breakdown::{Breakdown, ComponentId, Layer};
@@ -92,6 +97,44 @@ pub fn offloaded_activation_bytes(w: &Workload) -> f64 {
     }
     let tokens = f64::from(r.batch) * f64::from(r.seq);
     f64::from(w.model.layers) * tokens * f64::from(w.model.hidden) * step_dtypes(r).residual
+}
+
+/// Tokens of the row attention spans: a packed micro-batch reaches the model as one row of
+/// `batch × seq` tokens (TRL's default `packing_strategy="bfd"` turns `padding_free` on,
+/// trl/trainer/sft_trainer.py `SFTTrainer.__init__`, and `DataCollatorForLanguageModeling
+/// .torch_call` then concatenates the packed rows into one, `position_ids` restarting at each
+/// sample, no `attention_mask`), an unpacked one as rows of `seq`.
+pub fn attention_row_tokens(r: &Run) -> f64 {
+    if r.packing {
+        f64::from(r.batch) * f64::from(r.seq)
+    } else {
+        f64::from(r.seq)
+    }
+}
+
+/// Elements of the boolean attention mask transformers builds for the worst micro-batch under
+/// SDPA (transformers masking_utils.py `sdpa_mask`: a `(batch, 1, q, kv)` tensor), 0 where
+/// SDPA runs causal without one (`_ignore_causal_mask_sdpa`: no padding, one sample per row):
+/// - unpacked rows shorter than `seq` are padded (`attention_mask` zeros): `batch · seq²`;
+/// - a packed row of several samples (`_preprocess_mask_arguments` →
+///   `find_packed_sequence_indices` over the restarting `position_ids`, then
+///   `packed_sequence_mask_function`): the row's length squared.
+///
+/// Flash attention takes no mask (varlen kernels over the `position_ids`,
+/// modeling_flash_attention_utils.py `prepare_fa_kwargs_from_position_ids`); eager attention's
+/// scores span the row instead (`attention_row_tokens`).
+pub fn attention_mask_elements(r: &Run) -> f64 {
+    let several = r.mean_sample_tokens() < r.seq;
+    if r.attention != Attention::Sdpa {
+        return 0.0;
+    }
+    if r.packing && (r.batch > 1 || several) {
+        attention_row_tokens(r).powi(2)
+    } else if !r.packing && r.batch > 1 && several {
+        f64::from(r.batch) * f64::from(r.seq).powi(2)
+    } else {
+        0.0
+    }
 }
 
 /// Layers whose unsharded parameters are on each GPU at once under ZeRO-3 / FSDP FULL_SHARD:
@@ -309,7 +352,7 @@ fn estimate_paged(w: &Workload) -> (Breakdown, f64) {
     let (acts, recompute) = training_activations(
         a,
         tokens,
-        f64::from(r.seq),
+        attention_row_tokens(r),
         d,
         trained,
         r.attention,
@@ -333,9 +376,26 @@ fn estimate_paged(w: &Workload) -> (Breakdown, f64) {
     };
     // Activation offloading: the layer inputs wait in host memory; backward holds two of them.
     let offloaded = offloaded_activation_bytes(w);
-    let acts = acts - offloaded;
+    let mut acts = acts - offloaded;
     if offloaded > 0.0 {
         recompute += OFFLOAD_BACKWARD_LAYER_INPUTS * offloaded / f64::from(a.layers.max(1));
+    }
+    // SDPA's mask: the model's forward builds the boolean mask once (`create_causal_mask`) and
+    // each layer's SDPA turns it into an additive bias of the query's dtype (aten
+    // attention.cpp `scaled_dot_product_attention` → `convert_boolean_attn_mask`), which the
+    // memory-efficient kernel saves for its backward (derivatives.yaml
+    // `_scaled_dot_product_efficient_attention`: its backward takes `attn_bias`): one bias a
+    // layer; with checkpointing the boolean mask is a saved layer input and only the layer
+    // being recomputed holds its bias (selective: a transient of the recomputed attention).
+    let mask = attention_mask_elements(r);
+    let bias = mask * d.compute;
+    match r.checkpointing {
+        Checkpointing::None => acts += f64::from(a.layers) * bias,
+        Checkpointing::Selective => acts += mask,
+        Checkpointing::Full => {
+            acts += mask;
+            recompute += bias;
+        }
     }
     let (logits, forward_logits) = match r.objective {
         Objective::CausalLm => {
@@ -455,6 +515,16 @@ fn estimate_paged(w: &Workload) -> (Breakdown, f64) {
     }
     if r.zero_stage > 0 && w.gpu.count == 1 {
         b.warn(Message::new("warn.training.zero_one_gpu"));
+    }
+    // TRL warns that only flash attention handles a packed (padding-free) batch reliably
+    // (`SFTTrainer.__init__`: "You are using packing, but the attention implementation is not
+    // set to a supported Flash Attention variant").
+    if r.packing && r.attention != Attention::Flash {
+        b.warn(
+            Message::new("warn.training.packing_without_flash")
+                .text("attention", r.attention.to_string())
+                .int("tokens", attention_row_tokens(r) as u64),
+        );
     }
     // torchtune warns past 60% of host memory in use (`OffloadActivations`,
     // `virtual_memory_safe_pct`); the offloaded layers are pinned host memory.
@@ -707,6 +777,57 @@ mod tests {
         let working = 128_256.0 * 4096.0 * 2.0;
         assert!((paged_out_bytes(&tiny) - (moments - working)).abs() < 1e6);
         assert!(!estimate(&tiny).fits());
+    }
+
+    #[test]
+    fn packing_holds_the_tokens_of_its_rows_and_sdpa_masks_padded_or_packed_rows() {
+        let lora = "method = \"lora\"\nseq = 2048\n";
+        let at = |run: &str| estimate(&on_card(80, &format!("{lora}{run}")));
+        let tensors = |run: &str| at(run).peak.tensors_bytes as f64;
+        let layers = 32.0;
+        // Flash attention takes no mask: batch × seq tokens hold the same, packed or not, and
+        // two packed rows hold what two unpadded rows do, far less than eight padded ones.
+        let flash = "attention = \"flash\"\navg_seq = 512\n";
+        assert_eq!(
+            tensors(&format!("{flash}batch = 2\npacking = true\n")),
+            tensors(&format!("{flash}batch = 2\n"))
+        );
+        assert!(
+            2.5 * tensors(&format!("{flash}batch = 2\npacking = true\n"))
+                < tensors(&format!("{flash}batch = 8\n"))
+        );
+        // SDPA, eight rows padded to 2048: each layer saves a bf16 bias of the mask (the boolean
+        // mask itself is not saved for backward without checkpointing).
+        let padded = tensors("batch = 8\navg_seq = 512\n") - tensors("batch = 8\n");
+        let mask = 8.0 * 2048.0 * 2048.0;
+        assert!((padded - mask * 2.0 * layers).abs() < 1e6, "{padded}");
+        // One sample per row, unpadded: SDPA runs causal, no mask.
+        assert_eq!(
+            tensors("batch = 1\navg_seq = 512\n"),
+            tensors("batch = 1\n")
+        );
+        // Packed, the two rows reach the model as one of 4096 tokens: its mask is 4096².
+        let packed = at("batch = 2\navg_seq = 512\npacking = true\n");
+        let row = 4096.0 * 4096.0;
+        let extra = packed.peak.tensors_bytes as f64 - tensors("batch = 2\n");
+        assert!((extra - row * 2.0 * layers).abs() < 1e6, "{extra}");
+        assert!(
+            packed
+                .warnings
+                .iter()
+                .any(|m| m.id == "warn.training.packing_without_flash")
+        );
+        assert!(
+            !at(&format!("{flash}batch = 2\npacking = true\n"))
+                .warnings
+                .iter()
+                .any(|m| m.id == "warn.training.packing_without_flash")
+        );
+        // Full checkpointing saves the boolean mask as a layer input; only the recomputed layer
+        // holds a bias, and the peak here is the loss's backward (the logits), before any.
+        let ckpt = "checkpointing = \"full\"\nbatch = 2\n";
+        let kept = tensors(&format!("{ckpt}avg_seq = 512\npacking = true\n")) - tensors(ckpt);
+        assert!((kept - row).abs() < 1e6, "{kept}");
     }
 
     #[test]

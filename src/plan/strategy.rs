@@ -51,6 +51,10 @@ pub enum Strategy {
     /// bitsandbytes' paged optimizer: states in CUDA managed memory, evicted to host RAM when the
     /// card is short.
     PagedOptimizer,
+    /// Sequence packing: the micro-batch's samples in fewer rows of `seq` tokens, no padding
+    /// (TRL `packing=True`, torchtune `packed: True`); the rows hold the tokens the padded
+    /// batch's samples had.
+    Packing,
     /// ZeRO partitioning across the GPUs.
     Zero { stage: u32 },
     /// Move optimizer states (and parameters) to host memory.
@@ -126,6 +130,21 @@ impl Strategy {
                 n.paged_optimizer = true;
                 // bitsandbytes has no foreach/fused switch.
                 n.optimizer_step = OptimizerStep::Foreach;
+            }
+            Strategy::Packing => {
+                // TRL packs for language modelling (`Workload::resolve`); samples as long as
+                // the rows leave nothing to pack.
+                let mean = n.mean_sample_tokens();
+                if n.packing || n.objective != Objective::CausalLm || mean >= n.seq {
+                    return None;
+                }
+                // Rows for the batch's tokens: the same samples (on average) per micro-batch.
+                let rows = (u64::from(n.batch) * u64::from(mean)).div_ceil(u64::from(n.seq));
+                if rows >= u64::from(n.batch) {
+                    return None;
+                }
+                n.packing = true;
+                n.batch = rows.max(1) as u32;
             }
             Strategy::Zero { stage } => n.zero_stage = *stage,
             Strategy::Offload { offload } => {
@@ -216,6 +235,19 @@ impl Strategy {
                     1.0
                 };
                 modelled_ratio(&base, self).unwrap_or(unknown)
+            }
+            // Training tokens per second (the samples' own, `speed::llm`) packed against padded:
+            // a gain where the padding was compute; unknown where the card's rate is.
+            Strategy::Packing => {
+                let Some(run) = self.apply(r) else {
+                    return 1.0;
+                };
+                let with = Workload { run, ..w.clone() };
+                let rate = |x: &Workload| crate::speed::llm::speed(x).training_tokens_per_s;
+                match (rate(w), rate(&with)) {
+                    (Some(a), Some(b)) if a > 0.0 => b / a,
+                    _ => 1.0,
+                }
             }
             Strategy::Zero { stage } => 1.0 - 0.05 * f64::from(*stage),
             // The CPU optimizer step, its PCIe copies and the weights streamed in for every pass
@@ -311,6 +343,10 @@ impl Strategy {
             ),
             Strategy::PagedOptimizer => (
                 "paged optimizer (bitsandbytes: states paged to CPU RAM when the card is short)",
+                vec![],
+            ),
+            Strategy::Packing => (
+                "sequence packing (the batch's samples in fewer full rows, no padding)",
                 vec![],
             ),
             Strategy::Zero { stage } => ("ZeRO stage {stage}", vec![("stage", stage.to_string())]),
@@ -424,6 +460,10 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
             b /= 2;
         }
         groups.push(micro);
+        // After the micro-batches: it packs the micro-batch they leave.
+        if !r.packing && r.objective == Objective::CausalLm && r.mean_sample_tokens() < r.seq {
+            groups.push(vec![Strategy::Packing]);
+        }
         let mut dist = Vec::new();
         if gpus > 1 {
             dist.extend((r.zero_stage + 1..=3).map(|stage| Strategy::Zero { stage }));
@@ -519,6 +559,40 @@ mod tests {
             .unwrap()
             .resolve(Path::new("."), None)
             .unwrap()
+    }
+
+    #[test]
+    fn packing_fits_the_padded_batch_into_fewer_rows_after_the_micro_batches() {
+        let padded = lora("seq = 2048\nbatch = 8\navg_seq = 600\nattention = 'flash'\n");
+        // 8 samples of 600 tokens: 4800 tokens, three rows of 2048.
+        let packed = Strategy::Packing.apply(&padded.run).unwrap();
+        assert!(packed.packing && packed.batch == 3, "{packed:?}");
+        assert!(Strategy::Packing.apply(&packed).is_none());
+        // Samples as long as the rows, or one sample a batch: nothing to pack.
+        for run in [
+            "seq = 2048\nbatch = 8\n",
+            "seq = 2048\nbatch = 1\navg_seq = 600\n",
+            "seq = 2048\nbatch = 8\navg_seq = 600\nobjective = 'classification'\n",
+        ] {
+            assert!(Strategy::Packing.apply(&lora(run).run).is_none(), "{run}");
+        }
+        // The padding was compute: packed, the samples train faster.
+        let f = Strategy::Packing.speed_factor(&padded);
+        assert!(f > 2.0, "{f}");
+        let groups = candidate_groups(&padded.run, 1, false);
+        let at = |s: &Strategy| groups.iter().position(|g| g.contains(s));
+        let micro = groups
+            .iter()
+            .position(|g| matches!(g.first(), Some(Strategy::MicroBatch { .. })));
+        assert!(
+            at(&Strategy::Packing) > micro && micro.is_some(),
+            "{groups:?}"
+        );
+        assert!(
+            !candidate_groups(&lora("batch = 8\n").run, 1, false)
+                .iter()
+                .any(|g| g.contains(&Strategy::Packing))
+        );
     }
 
     #[test]

@@ -526,9 +526,23 @@ impl RunSection {
         if paged_optimizer && self.offload.is_some_and(|o| o != Offload::None) {
             return Err("run.paged_optimizer keeps the optimizer states on the GPU, paged to host RAM when short; run.offload (DeepSpeed ZeRO-Offload) already keeps them in host RAM and steps on the CPU; choose one".into());
         }
+        let packing = self.packing.unwrap_or(d.packing);
+        let objective = self.objective.unwrap_or(d.objective);
+        if packing && objective != Objective::CausalLm {
+            // TRL packs for language modelling (`SFTTrainer`); a classifier reads one pooled
+            // token per row, so several samples in a row would share one label.
+            return Err(format!(
+                "run.packing puts several samples in one row for causal-LM training; run.objective is '{objective}', which reads one label per row: set run.packing = false"
+            )
+            .into());
+        }
+        let avg_seq = match self.avg_seq {
+            None => None,
+            Some(a) => Some(int_in("run.avg_seq", Some(a), 0, 1, 10_000_000)?),
+        };
         Ok(Run {
             task,
-            objective: self.objective.unwrap_or(d.objective),
+            objective,
             loss: self.loss.unwrap_or(d.loss),
             weights,
             batch: int_in("run.batch", self.batch, d.batch, 1, 1_000_000)?,
@@ -544,6 +558,8 @@ impl RunSection {
             optimizer_in_bwd,
             activation_offload,
             paged_optimizer,
+            packing,
+            avg_seq,
             checkpointing,
             lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
             lora_targets: match &self.lora_targets {
@@ -683,6 +699,27 @@ mod tests {
         assert!(
             resolve(&base.replace("paged_optimizer = true", "optimizer = \"paged-adamw-8bit\""))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn packing_is_for_causal_lm_and_samples_are_cut_to_the_sequence() {
+        let base = "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nseq = 1024\n";
+        let w = resolve(&format!("{base}packing = true\navg_seq = 300\n")).unwrap();
+        assert!(w.run.packing && w.run.mean_sample_tokens() == 300);
+        // Longer samples are truncated to run.seq.
+        let long = resolve(&format!("{base}avg_seq = 5000\n")).unwrap();
+        assert_eq!(long.run.mean_sample_tokens(), 1024);
+        assert_eq!(resolve(base).unwrap().run.mean_sample_tokens(), 1024);
+        let e = resolve(&format!("{base}avg_seq = 0\n")).unwrap_err();
+        assert!(e.contains("run.avg_seq"), "{e}");
+        let e = resolve(&format!(
+            "{base}packing = true\nobjective = \"classification\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("run.packing") && e.contains("classification"),
+            "{e}"
         );
     }
 

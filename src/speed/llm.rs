@@ -11,8 +11,8 @@
 use super::Speed;
 use super::precision::{self, MatmulPrecision};
 use crate::engines::llama_cpp::memory as placement;
-use crate::types::options::{Checkpointing, Engine, Method, Offload, Precision, Task};
-use crate::types::workload::Workload;
+use crate::types::options::{Attention, Checkpointing, Engine, Method, Offload, Precision, Task};
+use crate::types::workload::{Run, Workload};
 
 /// Share of the card's peak bandwidth llama.cpp's CUDA decode streams weights and KV cache at,
 /// beside the fixed cost per layer below. Fitted with [`LAYER_OVERHEAD_S`] on the full-GPU
@@ -295,6 +295,30 @@ fn inference_spilling(w: &Workload, spilled: f64) -> Speed {
 /// [derived: not overlapped]. Several GPUs each run their
 /// micro-batches at the same rate; communication is not modelled (it is inside the measured
 /// rates of the llm-foundry rows, which train with FSDP).
+/// A micro-batch's tokens: (computed, the samples' own among them, attention's span per token).
+/// - unpacked: rows padded to the batch's longest sample (transformers
+///   `DataCollatorWithPadding`, TRL `DataCollatorForLanguageModeling` without `padding_free`),
+///   taken as `seq` when a batch holds several [derived: an upper bound; `group_by_length`
+///   lowers it]; a batch of one is its own sample, unpadded;
+/// - packed: `batch` rows of `seq` tokens of whole samples, no padding (TRL `pack_dataset`,
+///   trl/data_utils.py, best-fit decreasing; torchtune `PackedDataset`). Flash attention
+///   attends within each sample (varlen over the `position_ids`), the others over the whole
+///   packed row (`memory::training::attention_row_tokens`) with a mask.
+fn batch_tokens(r: &Run) -> (f64, f64, f64) {
+    let (b, s) = (f64::from(r.batch), f64::from(r.seq));
+    let mean = f64::from(r.mean_sample_tokens());
+    match (r.packing, r.batch > 1) {
+        (true, _) if r.attention == Attention::Flash => (b * s, b * s, mean),
+        (true, _) => (
+            b * s,
+            b * s,
+            crate::memory::training::attention_row_tokens(r),
+        ),
+        (false, true) => (b * s, b * mean, s),
+        (false, false) => (mean, mean, mean),
+    }
+}
+
 fn training(w: &Workload) -> Speed {
     let r = &w.run;
     let a = &w.model;
@@ -317,10 +341,9 @@ fn training(w: &Workload) -> Speed {
         } else {
             1.0
         };
-    let seq = f64::from(r.seq);
-    let micro_tokens = f64::from(r.batch) * seq;
+    let (micro_tokens, useful_tokens, span) = batch_tokens(r);
     let flops_per_token = per_param * matmul_params(a)
-        + attention_passes * 2.0 * f64::from(a.layers) * a.q_dim() * seq;
+        + attention_passes * 2.0 * f64::from(a.layers) * a.q_dim() * span;
     let rate = tflops * 1e12 * TRAINING_EFFICIENCY;
     let bandwidth = g.bandwidth_gbs.max(1.0) * 1e9 * GPU_DECODE_EFFICIENCY;
     let dequant = if r.method == Method::Qlora {
@@ -388,7 +411,7 @@ fn training(w: &Workload) -> Speed {
         + optimizer_step
         + offload
         + paging;
-    let tokens = micro_tokens * f64::from(r.grad_accum) * n;
+    let tokens = useful_tokens * f64::from(r.grad_accum) * n;
     let mut basis = format!(
         "{:.0} GFLOPs per token ({per_param:.0}·params + attention) at {:.0}% of {:.0} fp16 \
          TFLOPS per GPU",
@@ -425,6 +448,14 @@ fn training(w: &Workload) -> Speed {
             " + {paging:.2} s per step paging optimizer states over PCIe"
         ));
     }
+    if useful_tokens < micro_tokens {
+        basis.push_str(&format!(
+            "; {:.0}% of the tokens computed are padding (rows padded to run.seq = {}, samples of {} tokens on average; run.packing removes it)",
+            100.0 * (1.0 - useful_tokens / micro_tokens),
+            r.seq,
+            r.mean_sample_tokens()
+        ));
+    }
     Speed {
         seconds_per_step: Some(step),
         training_tokens_per_s: Some(tokens / step),
@@ -448,6 +479,47 @@ mod tests {
             .resolve(Path::new("."), None)
             .unwrap();
         speed(&w)
+    }
+
+    #[test]
+    fn padding_costs_compute_that_packing_gives_to_samples() {
+        let at = |run: &str| {
+            let text = format!(
+                "[gpu]\npreset = \"rtx-4090\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nattention = \"flash\"\nseq = 2048\n{run}"
+            );
+            let w = WorkloadFile::parse(&text, "t")
+                .unwrap()
+                .resolve(Path::new("."), None)
+                .unwrap();
+            speed(&w)
+        };
+        let full = at("batch = 8\n");
+        let padded = at("batch = 8\navg_seq = 512\n");
+        // Rows padded to 2048 compute what full rows do; a quarter of it is the samples'.
+        assert_eq!(padded.seconds_per_step, full.seconds_per_step);
+        let rate = |s: &Speed| s.training_tokens_per_s.unwrap();
+        assert!((rate(&padded) - rate(&full) / 4.0).abs() < 1e-6 * rate(&full));
+        assert!(
+            padded
+                .basis
+                .contains("75% of the tokens computed are padding"),
+            "{}",
+            padded.basis
+        );
+        // Two packed rows carry the same samples in a quarter of the compute, attending within
+        // each sample: faster per token than full rows of 2048.
+        let packed = at("batch = 2\navg_seq = 512\npacking = true\n");
+        assert!(
+            rate(&packed) > 3.0 * rate(&padded),
+            "{} vs {}",
+            rate(&packed),
+            rate(&padded)
+        );
+        assert!(rate(&packed) > rate(&full));
+        assert!(!packed.basis.contains("padding"), "{}", packed.basis);
+        // A batch of one is its own sample: no padding.
+        let one = at("batch = 1\navg_seq = 512\n");
+        assert!(one.seconds_per_step < at("batch = 1\n").seconds_per_step);
     }
 
     #[test]

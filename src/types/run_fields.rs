@@ -81,6 +81,17 @@ macro_rules! run_fields {
             paged_optimizer: bool, training, on(long) {
                 /// bitsandbytes' paged optimizer: states in CUDA managed memory, paged to host RAM when short.
             },
+            /// Sequence packing (TRL `SFTConfig(packing=True)`, torchtune `dataset.packed: True`):
+            /// each of the `batch` rows holds `seq` tokens of whole samples back to back, with no
+            /// padding; without it each sample is its own row, padded to the longest of the batch.
+            packing: bool, training, on(long) {
+                /// Sequence packing (TRL packing=True, torchtune packed: True): rows of --seq tokens of whole samples, no padding.
+            },
+            /// Mean tokens per training sample (samples longer than `seq` are cut to it); absent:
+            /// every sample is `seq` long. Sets how much of a padded batch is padding.
+            avg_seq: i64, training, value(long) {
+                /// Mean tokens per training sample (default: --seq); shorter samples mean padding unless packed.
+            },
             checkpointing: Checkpointing, training, value(long) {},
             lora_rank: i64, any, value(long) {},
             lora_targets: LoraTargets, training, value(long) {

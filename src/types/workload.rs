@@ -272,6 +272,10 @@ pub struct Run {
     pub optimizer_in_bwd: bool,
     pub activation_offload: bool,
     pub paged_optimizer: bool,
+    /// Rows of `seq` tokens holding whole samples back to back (TRL `packing`).
+    pub packing: bool,
+    /// Mean tokens per sample as the file gives it; `None`: `seq` ([`Run::mean_sample_tokens`]).
+    pub avg_seq: Option<u32>,
     pub checkpointing: Checkpointing,
     pub lora_rank: u32,
     pub lora_targets: LoraTargets,
@@ -305,6 +309,12 @@ impl Run {
             Offload::OptimizerParams => 3,
         }
     }
+
+    /// Mean tokens per training sample: `avg_seq`, at most `seq` (longer samples are cut to the
+    /// sequence length, also when a plan shortens it).
+    pub fn mean_sample_tokens(&self) -> u32 {
+        self.avg_seq.map_or(self.seq, |a| a.min(self.seq))
+    }
 }
 
 impl Default for Run {
@@ -327,6 +337,8 @@ impl Default for Run {
             optimizer_in_bwd: false,
             activation_offload: false,
             paged_optimizer: false,
+            packing: false,
+            avg_seq: None,
             checkpointing: Checkpointing::None,
             lora_rank: 16,
             lora_targets: LoraTargets::AllLinear,

@@ -164,6 +164,11 @@ def unsupported(w):
         return f"a paged {r.optimizer} (only bitsandbytes' paged AdamW and AdamW 8-bit are simulated)"
     if r.precision == "fp16-mixed":
         return "fp16 autocast on the CPU device (GradScaler needs CUDA)"
+    if r.packing or (r.avg_seq is not None and r.avg_seq < r.seq and r.batch > 1):
+        # The simulated batch is one unpadded sample per row; a packed or padded one has
+        # transformers' SDPA mask, whose CUDA kernel (memory-efficient attention, its bias
+        # saved per layer) the CPU device does not run.
+        return "sequence packing or padded rows (the simulated batch is one unpadded sample per row)"
     return None
 
 

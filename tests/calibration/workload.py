@@ -83,6 +83,8 @@ class Run:
     optimizer_in_bwd: bool | None = None
     activation_offload: bool | None = None
     paged_optimizer: bool | None = None
+    packing: bool | None = None
+    avg_seq: int | None = None
     checkpointing: str | None = None
     lora_rank: int | None = None
     lora_targets: str | None = None

@@ -194,6 +194,18 @@ pub fn inputs_ui(
         if let Some(v) = pick(ui, tr("Loss"), Loss::ALL, r.loss) {
             f.loss = Some(v);
         }
+        if let Some(v) = flag(ui, tr("Sequence packing"), r.packing) {
+            f.packing = Some(v);
+        }
+        if let Some(v) = count_slider(
+            ui,
+            tr("Mean tokens per sample"),
+            r.mean_sample_tokens(),
+            1..=r.seq.max(1),
+            true,
+        ) {
+            f.avg_seq = Some(v);
+        }
         if r.method != Method::Full {
             if let Some(v) = count_slider(ui, tr("LoRA rank"), r.lora_rank, 1..=512, true) {
                 f.lora_rank = Some(v);

@@ -1,5 +1,5 @@
 # VRAM Doctor plan for Llama 3.1 8B on 1 × 24 GiB GPU.
-# Pack or truncate examples to 2048 tokens (the sequence length the plan assumes).
+# Truncate examples to 2048 tokens (trl SFTConfig max_length=2048); each batch is padded to its longest example, and the plan's peak is a batch with one of 2048 tokens.
 # use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).
 # lora adapters: wrap the model as in the PEFT export (peft_config.py).
 # Model: meta-llama/Llama-3.1-8B

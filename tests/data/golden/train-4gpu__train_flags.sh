@@ -1,5 +1,5 @@
 # VRAM Doctor plan for Llama 3.1 8B on 4 × 24 GiB GPU.
-# Pack or truncate examples to 4096 tokens (the sequence length the plan assumes).
+# Truncate examples to 4096 tokens (trl SFTConfig max_length=4096); each batch is padded to its longest example, and the plan's peak is a batch with one of 4096 tokens.
 # Pure bf16: load the model with dtype=torch.bfloat16, so weights and optimizer states stay bf16 (no fp32 master copy).
 # DeepSpeed's bf16 mode keeps an fp32 master copy of the weights (sharded by ZeRO), which the plan's pure-bf16 figure leaves out.
 # use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).
