@@ -868,6 +868,18 @@ fn packing_exports_trl_packing_and_torchtune_packed() {
 }
 
 #[test]
+fn torch_compile_exports_the_trainer_switch_and_torchtune_compile() {
+    let base = "[gpu]\nvram_gib = 24\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nseq = 1024\n";
+    let (w, r) = load(&format!("{base}torch_compile = true\n"));
+    assert!(render(ExportKind::HfTraining, &w, &r).contains("    torch_compile=True,"));
+    assert!(render(ExportKind::HfTrainingCli, &w, &r).contains("--torch_compile"));
+    assert!(render(ExportKind::Torchtune, &w, &r).contains("compile: true"));
+    let (w, r) = load(base);
+    assert!(!render(ExportKind::HfTraining, &w, &r).contains("torch_compile"));
+    assert!(render(ExportKind::Torchtune, &w, &r).contains("compile: false"));
+}
+
+#[test]
 fn a_paged_optimizer_exports_bitsandbytes_paged_names() {
     let base = "[gpu]\nvram_gib = 80\ncount = 2\n[model]\npreset = \"llama-3.2-1b\"\n[run]\ntask = \"training\"\nzero_stage = 2\npaged_optimizer = true\n";
     for (optimizer, name) in [

@@ -89,6 +89,7 @@ def training_facts(a):
         "gradient_checkpointing_kwargs": a.gradient_checkpointing_kwargs,
         "optim": str(getattr(a.optim, "value", a.optim)),
         "use_liger_kernel": bool(a.use_liger_kernel),
+        "torch_compile": bool(a.torch_compile),
         "deepspeed": a.deepspeed,
     }
 

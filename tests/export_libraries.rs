@@ -71,6 +71,12 @@ const GRID: &[(&str, &str, &str, &str)] = &[
         "optimizer = \"adamw-8bit\"\npaged_optimizer = true\ncheckpointing = \"full\"\nbatch = 2\nseq = 1024",
     ),
     (
+        "lora-compile",
+        "rtx-4090",
+        "llama-3.2-1b",
+        "method = \"lora\"\ntorch_compile = true\nbatch = 2\nseq = 1024",
+    ),
+    (
         "zero2-8gpu",
         "h100-80gb\ncount = 8",
         "llama-3.1-8b",
@@ -370,6 +376,11 @@ fn compare(case: &Case, res: &Value, failures: &mut Vec<String>) {
             &format!("{form} gradient_checkpointing"),
             &a["gradient_checkpointing"],
             json!(r.checkpointing != Checkpointing::None),
+        );
+        eq(
+            &format!("{form} torch_compile"),
+            &a["torch_compile"],
+            json!(r.torch_compile),
         );
         eq(
             &format!("{form} deepspeed"),

@@ -84,6 +84,11 @@ fn fields(w: &Workload) -> Vec<Field> {
         "optim",
         optim_name(r.optimizer, r.optimizer_step, r.paged_optimizer),
     ));
+    if r.torch_compile {
+        // transformers `TrainingArguments.torch_compile` (inductor unless
+        // torch_compile_backend says otherwise).
+        f.push(switch("torch_compile"));
+    }
     if r.loss == Loss::Chunked {
         // Liger's fused linear cross-entropy never materialises the full logits
         // (transformers `use_liger_kernel`, linkedin/Liger-Kernel README).
@@ -153,6 +158,9 @@ fn notes(w: &Workload) -> Vec<String> {
     }
     if r.paged_optimizer {
         n.push("The paged optimizer's states live in CUDA managed memory (bitsandbytes): on Linux the driver moves them to CPU RAM when the card is short, at the cost of PCIe traffic each step. torchtune: optimizer._component_: bitsandbytes.optim.PagedAdamW8bit (or PagedAdamW, PagedLion); Unsloth and TRL take the same optim name.".into());
+    }
+    if r.torch_compile {
+        n.push("torch_compile=True compiles the model with inductor (torchtune: compile: True); the plan's memory is eager mode's, which compiled training usually stays under.".into());
     }
     if r.loss == Loss::Chunked {
         n.push("use_liger_kernel needs `pip install liger-kernel` and a model family it patches (Llama, Mistral, Qwen, Gemma …).".into());

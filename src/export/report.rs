@@ -120,6 +120,7 @@ fn settings(w: &AnyWorkload) -> Vec<Setting> {
                     r.mean_sample_tokens(),
                     train,
                 ),
+                setting("torch_compile", "torch.compile", r.torch_compile, train),
                 setting(
                     "checkpointing",
                     "Activation checkpointing",

@@ -260,7 +260,7 @@ pub fn config(w: &Workload) -> Result<Value, String> {
         "max_steps_per_epoch": null,
         "gradient_accumulation_steps": r.grad_accum,
         "clip_grad_norm": null,
-        "compile": false,
+        "compile": r.torch_compile,
         "metric_logger": {
             "_component_": "torchtune.training.metric_logging.DiskLogger",
             "log_dir": format!("{out}/logs"),

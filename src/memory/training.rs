@@ -516,6 +516,15 @@ fn estimate_paged(w: &Workload) -> (Breakdown, f64) {
     if r.zero_stage > 0 && w.gpu.count == 1 {
         b.warn(Message::new("warn.training.zero_one_gpu"));
     }
+    // torch.compile's AOTAutograd splits the joint forward-backward graph with a min cut that
+    // decides what forward saves, recomputing cheap fusible ops in backward
+    // (torch/_functorch/partitioners.py `min_cut_rematerialization_partition`; config.py
+    // `activation_memory_budget` = 1.0, "the default runtime-optimized strategy"), and inductor
+    // reuses buffers within a graph: no published rule relates that to eager's saved set, so
+    // the figure stays eager's, and the plan says so.
+    if r.torch_compile {
+        b.warn(Message::new("warn.training.compile_as_eager"));
+    }
     // TRL warns that only flash attention handles a packed (padding-free) batch reliably
     // (`SFTTrainer.__init__`: "You are using packing, but the attention implementation is not
     // set to a supported Flash Attention variant").
@@ -828,6 +837,20 @@ mod tests {
         let ckpt = "checkpointing = \"full\"\nbatch = 2\n";
         let kept = tensors(&format!("{ckpt}avg_seq = 512\npacking = true\n")) - tensors(ckpt);
         assert!((kept - row).abs() < 1e6, "{kept}");
+    }
+
+    #[test]
+    fn torch_compile_is_estimated_as_eager_and_says_so() {
+        let run = "method = \"lora\"\nseq = 1024\n";
+        let eager = estimate(&on_card(80, run));
+        let compiled = estimate(&on_card(80, &format!("{run}torch_compile = true\n")));
+        assert_eq!(compiled.peak, eager.peak);
+        let says = |b: &Breakdown| {
+            b.warnings
+                .iter()
+                .any(|m| m.id == "warn.training.compile_as_eager")
+        };
+        assert!(says(&compiled) && !says(&eager));
     }
 
     #[test]

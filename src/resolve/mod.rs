@@ -560,6 +560,7 @@ impl RunSection {
             paged_optimizer,
             packing,
             avg_seq,
+            torch_compile: self.torch_compile.unwrap_or(d.torch_compile),
             checkpointing,
             lora_rank: int_in("run.lora_rank", self.lora_rank, d.lora_rank, 1, 65_536)?,
             lora_targets: match &self.lora_targets {

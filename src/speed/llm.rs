@@ -448,6 +448,9 @@ fn training(w: &Workload) -> Speed {
             " + {paging:.2} s per step paging optimizer states over PCIe"
         ));
     }
+    if r.torch_compile {
+        basis.push_str("; torch.compile's speed-up is not modelled (eager mode's rate)");
+    }
     if useful_tokens < micro_tokens {
         basis.push_str(&format!(
             "; {:.0}% of the tokens computed are padding (rows padded to run.seq = {}, samples of {} tokens on average; run.packing removes it)",

@@ -92,6 +92,12 @@ macro_rules! run_fields {
             avg_seq: i64, training, value(long) {
                 /// Mean tokens per training sample (default: --seq); shorter samples mean padding unless packed.
             },
+            /// The model compiled with `torch.compile` (transformers `torch_compile=True`,
+            /// torchtune `compile: True`); its memory is estimated as eager mode's, and the plan
+            /// says so.
+            torch_compile: bool, training, on(long) {
+                /// The model compiled with torch.compile (memory estimated as in eager mode; the plan warns).
+            },
             checkpointing: Checkpointing, training, value(long) {},
             lora_rank: i64, any, value(long) {},
             lora_targets: LoraTargets, training, value(long) {

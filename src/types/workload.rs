@@ -276,6 +276,7 @@ pub struct Run {
     pub packing: bool,
     /// Mean tokens per sample as the file gives it; `None`: `seq` ([`Run::mean_sample_tokens`]).
     pub avg_seq: Option<u32>,
+    pub torch_compile: bool,
     pub checkpointing: Checkpointing,
     pub lora_rank: u32,
     pub lora_targets: LoraTargets,
@@ -339,6 +340,7 @@ impl Default for Run {
             paged_optimizer: false,
             packing: false,
             avg_seq: None,
+            torch_compile: false,
             checkpointing: Checkpointing::None,
             lora_rank: 16,
             lora_targets: LoraTargets::AllLinear,

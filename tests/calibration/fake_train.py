@@ -164,6 +164,8 @@ def unsupported(w):
         return f"a paged {r.optimizer} (only bitsandbytes' paged AdamW and AdamW 8-bit are simulated)"
     if r.precision == "fp16-mixed":
         return "fp16 autocast on the CPU device (GradScaler needs CUDA)"
+    if r.torch_compile:
+        return "torch.compile (AOTAutograd's partitioner decides what is saved; not simulated)"
     if r.packing or (r.avg_seq is not None and r.avg_seq < r.seq and r.batch > 1):
         # The simulated batch is one unpadded sample per row; a packed or padded one has
         # transformers' SDPA mask, whose CUDA kernel (memory-efficient attention, its bias

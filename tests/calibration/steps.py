@@ -361,6 +361,8 @@ def run_llm_training(model, run, device, workdir, meter, res):
         raise RuntimeError("run.activation_offload is simulated by fake_train.py, not measured by this harness")
     if run.paged_optimizer:
         raise RuntimeError("run.paged_optimizer is simulated by fake_train.py, not measured by this harness")
+    if run.torch_compile:
+        raise RuntimeError("run.torch_compile: this harness measures eager mode")
     if run.packing or (run.avg_seq or run.seq) < run.seq:
         raise RuntimeError("run.packing / run.avg_seq: this harness measures unpadded rows of run.seq tokens, one sample each")
     opt = _optimizer(run, trainable, device, res)

@@ -85,6 +85,7 @@ class Run:
     paged_optimizer: bool | None = None
     packing: bool | None = None
     avg_seq: int | None = None
+    torch_compile: bool | None = None
     checkpointing: str | None = None
     lora_rank: int | None = None
     lora_targets: str | None = None

@@ -194,6 +194,9 @@ pub fn inputs_ui(
         if let Some(v) = pick(ui, tr("Loss"), Loss::ALL, r.loss) {
             f.loss = Some(v);
         }
+        if let Some(v) = flag(ui, tr("torch.compile"), r.torch_compile) {
+            f.torch_compile = Some(v);
+        }
         if let Some(v) = flag(ui, tr("Sequence packing"), r.packing) {
             f.packing = Some(v);
         }
