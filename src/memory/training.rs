@@ -118,7 +118,12 @@ pub fn attention_row_tokens(r: &Run) -> f64 {
 /// - unpacked rows shorter than `seq` are padded (`attention_mask` zeros): `batch · seq²`;
 /// - a packed row of several samples (`_preprocess_mask_arguments` →
 ///   `find_packed_sequence_indices` over the restarting `position_ids`, then
-///   `packed_sequence_mask_function`): the row's length squared.
+///   `packed_sequence_mask_function`): the row's length squared. That check runs only without
+///   a cache, which TRL ensures (`SFTTrainer.compute_loss` sets `use_cache=False`).
+///
+/// Checked with transformers 5.24 on a small Llama (SDPA, 4 samples of 32 tokens): unpadded
+/// rows and a single sample get no mask, padded rows a `(4, 1, 32, 32)` boolean one, the
+/// samples as one packed row with `use_cache=False` a `(1, 1, 128, 128)` one.
 ///
 /// Flash attention takes no mask (varlen kernels over the `position_ids`,
 /// modeling_flash_attention_utils.py `prepare_fa_kwargs_from_position_ids`); eager attention's
