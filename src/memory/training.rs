@@ -837,6 +837,12 @@ mod tests {
                 .iter()
                 .any(|m| m.id == "warn.training.packing_without_flash")
         );
+        // Eager attention scores every token of the packed row against the whole row (4096, not
+        // the 2048 of an unpacked row): 2.5 score-sized tensors of bf16 per head, layer, token.
+        let eager = "attention = \"eager\"\nbatch = 2\navg_seq = 512\n";
+        let wider = tensors(&format!("{eager}packing = true\n")) - tensors(eager);
+        let scores = layers * 4096.0 * 2.5 * 2.0 * 32.0 * (4096.0 - 2048.0);
+        assert!((wider - scores).abs() < 1e6, "{wider} vs {scores}");
         // Full checkpointing saves the boolean mask as a layer input; only the recomputed layer
         // holds a bias, and the peak here is the loss's backward (the logits), before any.
         let ckpt = "checkpointing = \"full\"\nbatch = 2\n";
