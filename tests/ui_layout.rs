@@ -1,13 +1,18 @@
 //! The window as a newcomer sees it at the sizes screens have (issue 22 item 11): at 800×600 and
 //! at 1920×1080 nothing in the top bar overlaps and everything lies inside the window (at
-//! 800×600 the theme switch's "Dark" was drawn over and cut off), and in the light theme an
-//! unchecked checkbox stands out from the panel (it was a gray-230 box on gray 248).
-
+//! 800×600 the theme switch's "Dark" was drawn over and cut off); every view (each planner
+//! kind and its plans, a ComfyUI workflow, the monitor's demo, the doctor's diagnosis, the
+//! catalog's shelves and form) in English and in Chinese at both sizes paints no text cut by
+//! its panel or truncated ("…"), no text over another and no control over another; and in the
+//! light theme an unchecked checkbox stands out from the panel (it was a gray-230 box on gray
+//! 248).
 use egui::accesskit::Role;
+use egui::epaint::Shape;
 use egui::{Pos2, Rect};
 use egui_kittest::Harness;
-use egui_kittest::kittest::{NodeT, Queryable};
-use vram_doctor::ui::i18n::Lang;
+use egui_kittest::kittest::{NodeT, Queryable, by};
+use std::collections::HashMap;
+use vram_doctor::ui::i18n::{self, Lang};
 use vram_doctor::ui::{Tab, VramDoctorApp};
 
 #[path = "common/app.rs"]
@@ -80,6 +85,293 @@ fn the_top_bar_never_overlaps_at_800x600_or_1920x1080() {
             assert!(dark.right() > size[0] - 40.0, "{dark:?}");
         }
     }
+}
+
+/// A row of text as painted in the last frame: its text's words, the row's glyphs' extent on
+/// the screen, the clip it was painted through, and whether egui cut the text's tail off for a
+/// "…". Rows, not whole texts: a label wrapped in a row of widgets starts after them and goes
+/// on at the left of the next line, so the text's extent covers what stands beside it.
+struct Painted {
+    text: String,
+    ink: Rect,
+    clip: Rect,
+    elided: bool,
+}
+
+/// Every row with glyphs of the frame's unrotated texts (rotated ones are the plots' axis
+/// titles, laid along their axis).
+fn painted(h: &Harness<'static, VramDoctorApp>) -> Vec<Painted> {
+    fn walk(shape: &Shape, clip: Rect, out: &mut Vec<Painted>) {
+        match shape {
+            Shape::Vec(v) => v.iter().for_each(|s| walk(s, clip, out)),
+            Shape::Text(t) if t.angle == 0.0 => {
+                let rows = t.galley.rows.len();
+                for (i, row) in t.galley.rows.iter().enumerate() {
+                    let ink = row.row.visuals.mesh_bounds;
+                    if ink.is_positive() {
+                        out.push(Painted {
+                            text: t.galley.text().to_string(),
+                            ink: ink.translate(row.pos.to_vec2() + t.pos.to_vec2()),
+                            clip,
+                            // The "…" ends the last row.
+                            elided: t.galley.elided && i + 1 == rows,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for c in &h.output().shapes {
+        walk(&c.shape, c.clip_rect, &mut out);
+    }
+    out
+}
+
+/// Controls a pointer or the keyboard acts on.
+const CONTROLS: &[Role] = &[
+    Role::Button,
+    Role::CheckBox,
+    Role::RadioButton,
+    Role::ComboBox,
+    Role::Slider,
+    Role::SpinButton,
+    Role::TextInput,
+    Role::MultilineTextInput,
+    Role::Link,
+    Role::Tab,
+];
+
+/// What is wrong with the frame's layout, each in a sentence naming the texts or controls:
+/// - a text whose glyphs lie partly outside its clip (cut by a panel or the window), unless a
+///   horizontal scroll bar of that clip brings it into view or it is a text box's content
+///   (which scrolls in its box);
+/// - a text egui truncated to fit ("…");
+/// - two texts whose glyphs overlap;
+/// - two controls on one layer whose visible rects overlap.
+fn layout_problems(h: &Harness<'static, VramDoctorApp>) -> Vec<String> {
+    let nodes: Vec<(Role, String, Rect)> = h
+        .query_all(by().predicate(|_| true))
+        .filter_map(|n| {
+            let node = n.accesskit_node();
+            let label = node.label().or_else(|| node.value()).unwrap_or_default();
+            Some((node.role(), label, rect_of(&n)?))
+        })
+        .collect();
+    let h_bars: Vec<Rect> = nodes
+        .iter()
+        .filter(|(role, _, r)| *role == Role::ScrollBar && r.width() > r.height())
+        .map(|(_, _, r)| *r)
+        .collect();
+    let boxes: Vec<Rect> = nodes
+        .iter()
+        .filter(|(role, ..)| matches!(role, Role::TextInput | Role::MultilineTextInput))
+        .map(|(_, _, r)| *r)
+        .collect();
+    let scrolls = |clip: Rect| {
+        h_bars.iter().any(|b| {
+            (b.left() - clip.left()).abs() < 6.0
+                && (b.right() - clip.right()).abs() < 6.0
+                && b.top() > clip.top()
+                && b.top() < clip.bottom() + 6.0
+        })
+    };
+    let mut out = Vec::new();
+    let texts = painted(h);
+    let mut seen: Vec<(&Painted, Rect)> = Vec::new();
+    for t in &texts {
+        let shown = t.ink.intersect(t.clip);
+        if shown.height() <= 0.0 || boxes.iter().any(|b| b.contains(t.ink.left_center())) {
+            // Scrolled out of view, or typed into a box.
+            continue;
+        }
+        if t.elided {
+            out.push(format!("{:?} is truncated to fit {:?}", t.text, t.ink));
+        }
+        let cut = t.ink.left() < t.clip.left() - 1.0 || t.ink.right() > t.clip.right() + 1.0;
+        if cut && !scrolls(t.clip) {
+            out.push(format!(
+                "{:?} at {:?} is cut by its clip {:?}",
+                t.text, t.ink, t.clip
+            ));
+        }
+        for (o, o_shown) in &seen {
+            if shown.shrink(1.0).intersects(o_shown.shrink(1.0)) && o.ink != t.ink {
+                out.push(format!(
+                    "{:?} at {:?} is drawn over {:?} at {:?}",
+                    t.text, t.ink, o.text, o.ink
+                ));
+            }
+        }
+        seen.push((t, shown));
+    }
+    // The controls' rects as the pointer finds them: clipped by their panel, on their layer.
+    let rects: HashMap<u64, (egui::LayerId, Rect)> = h.ctx.viewport(|v| {
+        v.prev_pass
+            .widgets
+            .layers()
+            .flat_map(|(l, ws)| ws.iter().map(|w| (w.id.value(), (*l, w.interact_rect))))
+            .collect()
+    });
+    let controls: Vec<(String, egui::LayerId, Rect)> = h
+        .query_all(by().predicate(|n| CONTROLS.contains(&n.role())))
+        .filter_map(|n| {
+            let node = n.accesskit_node();
+            let (layer, r) = *rects.get(&node.locate().0.0)?;
+            let name = node.label().or_else(|| node.value()).unwrap_or_default();
+            (r.width() > 0.0 && r.height() > 0.0)
+                .then(|| (format!("{:?} {name:?}", node.role()), layer, r))
+        })
+        .collect();
+    // The top bar alone has nine controls and each view some text: fewer means the check
+    // found nothing to check.
+    if controls.len() < 9 || texts.len() < 20 {
+        out.push(format!(
+            "only {} controls and {} rows of text found",
+            controls.len(),
+            texts.len()
+        ));
+    }
+    for (i, (a, la, ra)) in controls.iter().enumerate() {
+        for (b, lb, rb) in &controls[i + 1..] {
+            if la == lb && ra.shrink(0.5).intersects(rb.shrink(0.5)) {
+                out.push(format!("{a} {ra:?} overlaps {b} {rb:?}"));
+            }
+        }
+    }
+    out
+}
+
+/// The beginner's fine-tune OOM of issue 22, as PyTorch prints it.
+const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 \
+has a total capacity of 11.63 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this \
+process has 10.60 GiB memory in use.";
+
+/// Workloads whose plans show each kind's long texts: the verdicts, the plans and their "why"
+/// lines, the estimators' warnings, a game's steps, a llama.cpp split.
+const WORKLOADS: &[(&str, &str)] = &[
+    (
+        "LLM inference that does not fit",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"inference\"\nseq = 8192\n",
+    ),
+    (
+        "llama.cpp split across GPU and RAM",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.1-70b\"\n[run]\ntask = \"inference\"\nengine = \"llama.cpp\"\nweights = \"q4_k_m\"\n",
+    ),
+    (
+        "LoRA training with ZeRO",
+        "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\nzero_stage = 2\nseq = 1000\n",
+    ),
+    (
+        "ComfyUI streaming Flux",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"comfyui\"\n",
+    ),
+    (
+        "Diffusers with sequential offload",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"diffusion\"\nengine = \"diffusers\"\ncpu_offload = \"sequential\"\n",
+    ),
+    (
+        "a game over budget",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"3840x2160\"\ntexture_quality = \"ultra\"\nray_tracing = true\n",
+    ),
+];
+
+/// Runs frames until a text containing `label` is there, bounded: some answers come from a
+/// thread.
+fn wait_for(h: &mut Harness<'static, VramDoctorApp>, label: &str) {
+    for _ in 0..250 {
+        if h.query_all_by_label_contains(label).next().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        h.run();
+    }
+    panic!("no {label:?} appeared");
+}
+
+/// Clicks the control labelled `en` in the language shown.
+fn click(h: &mut Harness<'static, VramDoctorApp>, en: &str) {
+    let shown = i18n::tr_in(h.state().state.lang, en).to_string();
+    wait_for(h, &shown);
+    h.get_all_by_label(&shown).next().unwrap().click();
+    h.run();
+}
+
+/// Every view of the app in `lang` in a `size` window, and what [`layout_problems`] finds in
+/// each (the pointer taken away first, so no tooltip covers the view).
+fn walk(size: [f32; 2], lang: Lang) -> Vec<String> {
+    let mut h = window(size, lang);
+    let mut out = Vec::new();
+    let mut look = |h: &mut Harness<'static, VramDoctorApp>, step: &str| {
+        h.remove_cursor();
+        h.run();
+        for p in layout_problems(h) {
+            out.push(format!("{size:?} {lang:?} {step}: {p}"));
+        }
+    };
+    look(&mut h, "planner at start");
+    for kind in ["LLM training", "Diffusion", "Game", "LLM inference"] {
+        click(&mut h, kind);
+        look(&mut h, kind);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (what, toml)) in WORKLOADS.iter().enumerate() {
+        let path = dir.path().join(format!("w{i}.toml"));
+        std::fs::write(&path, toml).unwrap();
+        h.state_mut().open_file(&path);
+        h.run();
+        look(&mut h, what);
+    }
+    // A workflow over an 8 GB card: the part with the longest name (--reserve-vram's) and the
+    // changes to its nodes.
+    let workflow =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/comfy/sd35_large.json");
+    h.state_mut().open_file(&workflow);
+    h.run();
+    let changes = i18n::tr_in(lang, "Changes to the workflow that make it fit:").to_string();
+    wait_for(&mut h, &changes);
+    look(&mut h, "ComfyUI workflow opened");
+    click(&mut h, "Monitor");
+    look(&mut h, "monitor");
+    click(&mut h, "Show demo data");
+    wait_for(&mut h, "GPU 0");
+    look(&mut h, "monitor with demo data");
+    click(&mut h, "Doctor");
+    look(&mut h, "doctor");
+    h.get_by_role(Role::MultilineTextInput).click();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
+    h.run();
+    click(&mut h, "Read message");
+    let recognised = i18n::tr_in(lang, "Recognised: {names}").to_string();
+    wait_for(&mut h, recognised.split('{').next().unwrap());
+    look(&mut h, "doctor after a pasted OOM");
+    click(&mut h, "Catalog");
+    for shelf in ["GPUs", "Models", "Image models", "Games"] {
+        click(&mut h, shelf);
+        look(&mut h, shelf);
+    }
+    click(&mut h, "GPUs");
+    click(&mut h, "Add GPU…");
+    look(&mut h, "the catalog's GPU form");
+    out
+}
+
+#[test]
+fn every_view_lays_out_without_clipping_or_overlap_at_800x600_and_1920x1080() {
+    let mut problems = Vec::new();
+    for size in [[800.0, 600.0], [1920.0, 1080.0]] {
+        for lang in [Lang::English, Lang::SimplifiedChinese] {
+            problems.extend(walk(size, lang));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} layout problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 /// WCAG 2.1's contrast ratio of two sRGB colours (relative luminance, SC 1.4.3's definition).

@@ -153,23 +153,37 @@ fn streamed_row(ui: &mut Ui, st: &Streamed, scale: f32) {
 /// The legend under the bar: a swatch, the part's size and its name, one per line; the name
 /// says what the part is when the pointer rests on it. The size comes before the name: a long
 /// name in a narrow window (800×600, in Chinese "动态 VRAM 保留的空闲显存（comfy-aimdo 余量，
-/// --reserve-vram）") pushed the sizes out of the window when they came after it.
+/// --reserve-vram）") pushed the sizes out of the window when they came after it; and the name
+/// wraps in the room the window leaves it (as a grid's last cell it was laid out unwrapped, and
+/// the panel cut that name's tail off). Rows, not an `egui::Grid`: a grid's cell is as tall as
+/// its row was the frame before, so a name wrapped in the first frame's narrow cell kept its
+/// row tall; the sizes' column is as wide as the widest size.
 pub fn legend(ui: &mut Ui, parts: &[Segment]) {
-    egui::Grid::new("bar_legend")
-        .num_columns(3)
-        .spacing([8.0, 4.0])
-        .show(ui, |ui| {
-            for (i, part) in parts.iter().enumerate() {
-                let (r, _) = ui.allocate_exact_size(Vec2::splat(12.0), Sense::hover());
-                ui.painter().rect_filled(r, 2.0, color(i));
-                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                    ui.label(human(part.bytes));
-                });
-                let name = ui.label(part.label);
-                if let Some(a) = part.about {
-                    name.on_hover_text(a);
-                }
-                ui.end_row();
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let sizes: Vec<String> = parts.iter().map(|p| human(p.bytes)).collect();
+    let width = sizes
+        .iter()
+        .map(|s| {
+            let galley = ui
+                .painter()
+                .layout_no_wrap(s.clone(), font.clone(), Color32::PLACEHOLDER);
+            galley.size().x
+        })
+        .fold(0.0, f32::max);
+    let height = ui.spacing().interact_size.y;
+    for (i, (part, size)) in parts.iter().zip(sizes).enumerate() {
+        ui.horizontal(|ui| {
+            let (r, _) = ui.allocate_exact_size(Vec2::splat(12.0), Sense::hover());
+            ui.painter().rect_filled(r, 2.0, color(i));
+            ui.allocate_ui_with_layout(
+                Vec2::new(width, height),
+                egui::Layout::right_to_left(egui::Align::Center),
+                |ui| ui.label(size),
+            );
+            let name = ui.add(egui::Label::new(part.label).wrap());
+            if let Some(a) = part.about {
+                name.on_hover_text(a);
             }
         });
+    }
 }

@@ -229,8 +229,15 @@ pub(super) fn games_ui(ui: &mut Ui, hit: Hit, action: &mut Option<Action>) {
                     )
                 })
                 .collect();
-            let sources: Vec<&str> = g.measured.iter().map(|m| m.source.as_str()).collect();
-            ui.label(seen.join("; ")).on_hover_text(sources.join("\n"));
+            // One line per measurement: joined on one line, a game's few measurements ran past
+            // the window at 800×600. Unwrapped: a grid's cell wraps at the width its column had
+            // the frame before, so a line wrapped once would keep the column narrow.
+            ui.vertical(|ui| {
+                for (seen, m) in seen.iter().zip(&g.measured) {
+                    ui.add(egui::Label::new(seen).extend())
+                        .on_hover_text(&m.source);
+                }
+            });
             if plan_button(ui, &g.name) {
                 *action = Some(Action::Pick(Pick::Game(g.id.clone())));
             }

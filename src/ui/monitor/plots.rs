@@ -40,9 +40,13 @@ impl TimeAxis {
         (self.origin_ms as f64 + x * 1000.0).max(0.0) as u64
     }
 
-    /// A plot on this axis, linked with the other plots of the same GPU (`group`).
+    /// A plot on this axis, linked with the other plots of the same GPU (`group`), as wide as
+    /// `ui` leaves room for less half a "0:00": egui_plot centres each time label on its mark
+    /// (`axis.rs`, `add_tick_labels`, in the body font), and the latest reading's mark is the
+    /// plot's right edge, so a plot that reached the window's edge had its "0:00" cut in half.
     fn plot<'a>(
         &self,
+        ui: &Ui,
         id_salt: impl AsIdSalt,
         group: Id,
         height: f32,
@@ -50,8 +54,19 @@ impl TimeAxis {
     ) -> Plot<'a> {
         let last = self.x(self.last_ms);
         let first = last - self.span_ms as f64 / 1000.0;
+        let half_label = ui
+            .painter()
+            .layout_no_wrap(
+                clock(0.0),
+                egui::TextStyle::Body.resolve(ui.style()),
+                egui::Color32::PLACEHOLDER,
+            )
+            .size()
+            .x
+            / 2.0;
         let plot = Plot::new(id_salt)
             .height(height)
+            .width((ui.available_width() - half_label).max(0.0))
             .link_axis(group, [true, false])
             .link_cursor(group, [true, false])
             .include_x(first)
@@ -234,7 +249,7 @@ pub(super) fn memory_ui(
 ) {
     let gib = |b: u64| b as f64 / GIB;
     let visuals = ui.visuals().clone();
-    axis.plot(("memory_plot", g.key()), group(g), 200.0, "GiB")
+    axis.plot(ui, ("memory_plot", g.key()), group(g), 200.0, "GiB")
         .legend(Legend::default().position(Corner::LeftTop))
         .include_y(0.0)
         .include_y(gib(total) * 1.05)
@@ -369,41 +384,44 @@ pub(super) fn small_plots_ui(
     history: Option<&GpuHistory>,
 ) {
     ui.columns(SMALL.len(), |cols| {
-        for (ui, m) in cols.iter_mut().zip(&SMALL) {
-            let now = (m.now)(g).unwrap_or_else(|| tr("not reported").to_string());
-            ui.label(format!("{}: {now}", tr(m.title)));
-            let mut drawn = false;
-            let plot = axis.plot((m.title, g.key()), group(g), SMALL_HEIGHT, m.unit);
-            let plot = if m.series.len() > 1 {
-                plot.legend(
-                    Legend::default()
-                        .position(Corner::LeftTop)
-                        .text_style(egui::TextStyle::Small),
-                )
-            } else {
-                plot
-            };
-            let shown = plot.include_y(0.0).include_y(m.include_y).show(ui, |p| {
-                let w = axis.window(p);
-                let pts = points(history, &w);
-                for s in m.series {
-                    if pts.iter().any(|p| (s.value)(p).is_some()) {
-                        let line = axis.series(&pts, w.bucket_s, s.value);
-                        p.line(Line::new(tr(s.name), line));
-                        drawn = true;
+        for (col, m) in cols.iter_mut().zip(&SMALL) {
+            // Columns are justified, which would stretch the plot over the room `plot` leaves.
+            col.vertical(|ui| {
+                let now = (m.now)(g).unwrap_or_else(|| tr("not reported").to_string());
+                ui.label(format!("{}: {now}", tr(m.title)));
+                let mut drawn = false;
+                let plot = axis.plot(ui, (m.title, g.key()), group(g), SMALL_HEIGHT, m.unit);
+                let plot = if m.series.len() > 1 {
+                    plot.legend(
+                        Legend::default()
+                            .position(Corner::LeftTop)
+                            .text_style(egui::TextStyle::Small),
+                    )
+                } else {
+                    plot
+                };
+                let shown = plot.include_y(0.0).include_y(m.include_y).show(ui, |p| {
+                    let w = axis.window(p);
+                    let pts = points(history, &w);
+                    for s in m.series {
+                        if pts.iter().any(|p| (s.value)(p).is_some()) {
+                            let line = axis.series(&pts, w.bucket_s, s.value);
+                            p.line(Line::new(tr(s.name), line));
+                            drawn = true;
+                        }
                     }
+                });
+                if !drawn {
+                    // Nothing to draw in this stretch: say so on the empty plot.
+                    ui.painter().text(
+                        shown.response.rect.center(),
+                        egui::Align2::CENTER_CENTER,
+                        tr("not reported"),
+                        egui::TextStyle::Body.resolve(ui.style()),
+                        ui.visuals().weak_text_color(),
+                    );
                 }
             });
-            if !drawn {
-                // Nothing to draw in this stretch: say so on the empty plot.
-                ui.painter().text(
-                    shown.response.rect.center(),
-                    egui::Align2::CENTER_CENTER,
-                    tr("not reported"),
-                    egui::TextStyle::Body.resolve(ui.style()),
-                    ui.visuals().weak_text_color(),
-                );
-            }
         }
     });
 }
