@@ -78,7 +78,7 @@ fn lora_parameters_are_peft_s_own_count() {
             )),
             (Err(e), false) => {
                 for n in unmatched {
-                    if !e.0.contains(&format!("'{n}'")) {
+                    if !e.to_string().contains(&format!("'{n}'")) {
                         failures.push(format!("{label}: the error does not name {n}: {e}"));
                     }
                 }

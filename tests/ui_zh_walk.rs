@@ -126,6 +126,31 @@ const WORKLOADS: &[(&str, &str)] = &[
         "a GGUF of a file type no engine format is named after",
         "[gpu]\npreset = \"rtx-4060\"\n[model]\nfile = \"odd-type.gguf\"\n[run]\ntask = \"inference\"\nengine = \"llama.cpp\"\nseq = 256\n",
     ),
+    // Workloads that do not resolve: the planner says why, in the language shown.
+    (
+        "a sequence longer than the model's context",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 1000000\n",
+    ),
+    (
+        "a prompt longer than the sequence",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\nseq = 512\nprompt = 1024\n",
+    ),
+    (
+        "a GPU preset misspelt",
+        "[gpu]\npreset = \"rtx-4900\"\n[model]\npreset = \"llama-3.1-8b\"\n",
+    ),
+    (
+        "a diffusion model planned as an LLM",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"flux-dev\"\n[run]\ntask = \"inference\"\n",
+    ),
+    (
+        "an image width that is no multiple of 8",
+        "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\nwidth = 1001\n",
+    ),
+    (
+        "paged optimizer with ZeRO-Offload",
+        "[gpu]\npreset = \"rtx-3060-12gb\"\n[model]\npreset = \"llama-3.1-8b\"\n[run]\ntask = \"training\"\nmethod = \"lora\"\npaged_optimizer = true\noffload = \"optimizer\"\n",
+    ),
     (
         "Game over budget",
         "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"3840x2160\"\ntexture_quality = \"ultra\"\nray_tracing = true\n",
@@ -296,6 +321,8 @@ fn the_chinese_walk_finds_no_english_sentence() {
         .unwrap();
     }
     gguf_of_unknown_type(&dir.path().join("odd-type.gguf"));
+    let cannot = i18n::tr_in(Lang::SimplifiedChinese, "Cannot estimate this workload");
+    let mut refused = 0;
     for (i, (what, toml)) in WORKLOADS.iter().enumerate() {
         let path = dir.path().join(format!("w{i}.toml"));
         std::fs::write(&path, toml).unwrap();
@@ -305,8 +332,10 @@ fn the_chinese_walk_finds_no_english_sentence() {
             h.state().state.planner.path.as_deref() == Some(path.as_path()),
             "{what}: the workload opened"
         );
+        refused += usize::from(h.query_by_label(cannot).is_some());
         look(&mut h, what, &mut seen);
     }
+    assert_eq!(refused, 6, "the workloads that do not resolve showed why");
     h.state_mut()
         .open_file(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(WORKFLOW));
     h.run();

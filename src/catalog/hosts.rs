@@ -6,6 +6,7 @@
 
 use super::smbios;
 use crate::types::error::BadField;
+use crate::types::message::Message;
 use crate::types::workload::{GpuSection, Host};
 use serde::Deserialize;
 use std::sync::OnceLock;
@@ -46,10 +47,11 @@ pub fn preset(id: &str) -> Result<&'static HostPreset, BadField> {
     let id = id.trim().to_ascii_lowercase();
     presets().iter().find(|p| p.id == id).ok_or_else(|| {
         let ids: Vec<&str> = presets().iter().map(|p| p.id.as_str()).collect();
-        BadField(format!(
-            "gpu.host = '{id}' is not a host preset; use one of: {}",
-            ids.join(", ")
-        ))
+        BadField(
+            Message::new("resolve.host_unknown")
+                .text("value", &id)
+                .text("allowed", ids.join(", ")),
+        )
     })
 }
 
@@ -82,18 +84,14 @@ pub fn resolve(g: &GpuSection) -> Result<Host, BadField> {
     };
     if let Some(bw) = g.host_ram_gbps {
         if !(bw.is_finite() && bw > 0.0 && bw <= 100_000.0) {
-            return Err(BadField(format!(
-                "gpu.host_ram_gbps = {bw} is out of range; allowed more than 0 and at most 100000"
-            )));
+            return Err(BadField::positive_range("gpu.host_ram_gbps", bw, 100_000));
         }
         h.ram_gbps = bw;
         h.source = format!("{bw} GB/s (gpu.host_ram_gbps)");
     }
     if let Some(gib) = g.host_ram_gib {
         if !(gib.is_finite() && gib > 0.0 && gib <= 1_048_576.0) {
-            return Err(BadField(format!(
-                "gpu.host_ram_gib = {gib} is out of range; allowed more than 0 and at most 1048576"
-            )));
+            return Err(BadField::positive_range("gpu.host_ram_gib", gib, 1_048_576));
         }
         h.ram_bytes = Some(crate::units::gib_to_bytes(gib));
     }
@@ -253,7 +251,12 @@ mod tests {
         // 2 channels × 8 bytes × 3200 MT/s.
         assert_eq!(preset("ddr4-3200-2ch").unwrap().gbps, 2.0 * 8.0 * 3.2);
         assert_eq!(preset("DDR5-5600-2ch").unwrap().gbps, 2.0 * 8.0 * 5.6);
-        assert!(preset("ddr9").unwrap_err().0.contains("ddr5-6000-2ch"));
+        assert!(
+            preset("ddr9")
+                .unwrap_err()
+                .to_string()
+                .contains("ddr5-6000-2ch")
+        );
     }
 
     #[test]
@@ -299,6 +302,11 @@ mod tests {
             host_ram_gbps: Some(-1.0),
             ..Default::default()
         };
-        assert!(resolve(&g).unwrap_err().0.contains("gpu.host_ram_gbps"));
+        assert!(
+            resolve(&g)
+                .unwrap_err()
+                .to_string()
+                .contains("gpu.host_ram_gbps")
+        );
     }
 }

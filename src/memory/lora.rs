@@ -550,7 +550,7 @@ pub fn check(a: &ModelArch, targets: &LoraTargets) -> Result<(), BadField> {
     let s = select(a, targets);
     let field = LoraTargets::FIELD;
     if let Some(p) = s.problem {
-        return Err(BadField(format!("{field} = '{targets}': {p}")));
+        return Err(BadField::from(format!("{field} = '{targets}': {p}")));
     }
     if s.unmatched.is_empty() && s.adapters.count > 0.0 {
         return Ok(());
@@ -585,7 +585,7 @@ pub fn check(a: &ModelArch, targets: &LoraTargets) -> Result<(), BadField> {
     } else {
         ""
     };
-    Err(BadField(format!(
+    Err(BadField::from(format!(
         "{field} = '{targets}': {what}; the modules of each block ({whose}) are {}, and {HEAD} is the output head{experts}",
         s.module_names.join(", ")
     )))
@@ -676,7 +676,9 @@ mod tests {
     #[test]
     fn a_name_the_model_lacks_is_named() {
         let a = llama31_8b();
-        let e = check(&a, &names(&["q_proj", "c_attn"])).unwrap_err().0;
+        let e = check(&a, &names(&["q_proj", "c_attn"]))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("'c_attn'") && e.contains("run.lora_targets"),
             "{e}"
@@ -687,7 +689,7 @@ mod tests {
         );
         let e = check(&a, &"mlp\\..*_projection".parse().unwrap())
             .unwrap_err()
-            .0;
+            .to_string();
         assert!(e.contains("mlp\\..*_projection"), "{e}");
     }
 

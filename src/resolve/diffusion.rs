@@ -8,18 +8,18 @@ use crate::memory::diffusion::{
 };
 use crate::types::dtype::WeightFormat;
 use crate::types::error::BadField;
+use crate::types::message::Message;
 use crate::types::options::Engine;
 use crate::types::workload::{GpuTarget, WorkloadFile};
 use crate::units::gib_to_bytes;
 
 fn format_for_diffusion(field: &str, s: &str) -> Result<WeightFormat, BadField> {
-    let f: WeightFormat = s.parse().map_err(|_| {
-        format!("{field} = '{s}' is not allowed; use fp32, fp16, bf16, fp8, int8, nf4 or a GGUF type (q8_0, q5_k_s, q4_0, q4_k_s …)")
-    })?;
+    let said = |id| Message::new(id).text("field", field).text("value", s);
+    let f: WeightFormat = s
+        .parse()
+        .map_err(|_| said("resolve.diffusion.weights_unknown"))?;
     if quantized_bytes_per_param(f).is_none() {
-        return Err(format!(
-            "{field} = '{s}' is an LLM-only format; use fp8, int8, nf4 or a GGUF type for diffusion models"
-        ).into());
+        return Err(said("resolve.diffusion.weights_llm_only").into());
     }
     Ok(f)
 }
@@ -48,7 +48,11 @@ pub fn gib_field(field: &str, v: Option<f64>) -> Result<Option<u64>, BadField> {
     match v {
         None => Ok(None),
         Some(x) if x.is_finite() && (0.0..=4096.0).contains(&x) => Ok(Some(gib_to_bytes(x))),
-        Some(x) => Err(format!("{field} = {x} is out of range; allowed 0..=4096 (GiB)").into()),
+        Some(x) => Err(BadField(
+            Message::new("field.range.gib")
+                .text("field", field)
+                .text("value", x.to_string()),
+        )),
     }
 }
 
@@ -56,7 +60,7 @@ pub fn gib_field(field: &str, v: Option<f64>) -> Result<Option<u64>, BadField> {
 pub fn torch_field(v: Option<&str>) -> Result<Option<(u32, u32)>, BadField> {
     v.map(|v| {
         parse_torch_version(v).ok_or_else(|| {
-            BadField(format!("run.torch_version = '{v}' is not a version; write it as PyTorch prints it, e.g. \"2.8.0\""))
+            BadField(Message::new("resolve.diffusion.torch_version").text("value", v))
         })
     })
     .transpose()
@@ -110,17 +114,16 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
         .model
         .preset
         .as_deref()
-        .ok_or("model.preset is missing: name a diffusion model (see `vram-doctor presets list diffusion`)")?;
+        .ok_or_else(|| Message::new("resolve.diffusion.preset_missing"))?;
     let mut w = for_preset(gpu.clone(), bus_for(&gpu), preset)?;
     let r = &file.run;
     w.run.engine = match r.engine {
         None => Engine::ComfyUi,
         Some(e @ (Engine::ComfyUi | Engine::Diffusers)) => e,
         Some(e) => {
-            return Err(format!(
-                "run.engine = '{e}' does not run diffusion models; use comfyui or diffusers"
-            )
-            .into());
+            return Err(Message::new("resolve.diffusion.engine")
+                .text("engine", e.to_string())
+                .into());
         }
     };
     if let Some(s) = &r.weights {
@@ -146,10 +149,11 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
                 1 => vec![list[0]; n_te],
                 n if n == n_te => list,
                 n => {
-                    return Err(format!(
-                        "run.text_encoder_weights lists {n} formats but {} has {n_te} text encoders; give one for all or one per encoder",
-                        model_id
-                    ).into());
+                    return Err(Message::new("resolve.diffusion.text_encoder_count")
+                        .int("n", n as u64)
+                        .text("model", &model_id)
+                        .int("encoders", n_te as u64)
+                        .into());
                 }
             }
         }
@@ -159,11 +163,11 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
     run.height = int_in("run.height", r.height, native.1, 64, 16384)?;
     for (f, v) in [("run.width", run.width), ("run.height", run.height)] {
         if v % 8 != 0 {
-            return Err(format!(
-                "{f} = {v} is not a multiple of 8 (the VAE's downscale); use e.g. {}",
-                v / 8 * 8
-            )
-            .into());
+            return Err(Message::new("resolve.diffusion.multiple_of_8")
+                .text("field", f)
+                .int("value", v)
+                .int("near", v / 8 * 8)
+                .into());
         }
     }
     run.batch = int_in("run.batch", r.batch, 1, 1, 4096)?;
@@ -178,11 +182,9 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
         10_000,
     )?;
     if !video && run.frames != 1 {
-        return Err(format!(
-            "run.frames applies to video models; {} makes still images",
-            w.model.id
-        )
-        .into());
+        return Err(Message::new("resolve.diffusion.frames")
+            .text("model", &w.model.id)
+            .into());
     }
     if let Some(a) = r.attention {
         run.attention = a;
@@ -209,18 +211,14 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<DiffusionWorkload,
     run.lora_rank = int_in("run.lora_rank", r.lora_rank, run.lora_rank, 1, 4096)?;
     run.controlnets = int_in("run.controlnets", r.controlnets, 0, 0, 16)?;
     if run.controlnets > 0 && w.model.controlnet_params <= 0.0 {
-        return Err(format!(
-            "run.controlnets: no ControlNet is known for {}; set run.controlnets = 0",
-            w.model.id
-        )
-        .into());
+        return Err(Message::new("resolve.diffusion.controlnet")
+            .text("model", &w.model.id)
+            .into());
     }
     if run.ip_adapter && w.model.ip_adapter_params <= 0.0 {
-        return Err(format!(
-            "run.ip_adapter: no IP-Adapter is known for {}; set run.ip_adapter = false",
-            w.model.id
-        )
-        .into());
+        return Err(Message::new("resolve.diffusion.ip_adapter")
+            .text("model", &w.model.id)
+            .into());
     }
     run.reserve_vram_bytes = gib_field("run.reserve_vram_gib", r.reserve_vram_gib)?;
     run.vram_headroom_bytes = gib_field("run.vram_headroom_gib", r.vram_headroom_gib)?.unwrap_or(0);

@@ -4,27 +4,23 @@
 
 use crate::import::ImportError;
 use crate::types::error::{BadField, UnknownPreset};
+use crate::types::message::{Message, Sentences};
 use crate::types::options::Task;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum ResolveError {
     /// A field's value is not allowed, or fields do not combine: the message names them and
     /// what is allowed.
-    #[error(transparent)]
-    Field(#[from] BadField),
+    Field(BadField),
     /// A GPU, model, diffusion model or game preset name that no catalog has.
-    #[error(transparent)]
-    UnknownPreset(#[from] UnknownPreset),
+    UnknownPreset(UnknownPreset),
     /// A model file named by `model.file` / `model.hf_config` could not be imported.
-    #[error(transparent)]
-    Import(#[from] ImportError),
+    Import(ImportError),
     /// An LLM plan's model preset that is a diffusion model or a game: the error, and the task
     /// to set.
-    #[error("{error} ('{preset}' is a {what}: set run.task = \"{task}\" / --task {task})")]
     OtherTask {
         error: Box<ResolveError>,
         preset: String,
-        what: &'static str,
         task: Task,
     },
 }
@@ -39,18 +35,85 @@ impl ResolveError {
             ResolveError::OtherTask { error, .. } => error.is_bad_input(),
         }
     }
+
+    /// The error in words, which the GUI says in its language and `Display` in English. An
+    /// import error is said as its English text.
+    pub fn sentences(&self) -> Sentences {
+        match self {
+            ResolveError::Field(f) => Sentences::one(f.0.clone()),
+            ResolveError::UnknownPreset(u) => u.sentences(),
+            ResolveError::Import(e) => Sentences::one(Message::english_text(e.to_string())),
+            ResolveError::OtherTask {
+                error,
+                preset,
+                task,
+            } => {
+                let mut s = error.sentences();
+                let id = match task {
+                    Task::Game => "resolve.other_task.game",
+                    _ => "resolve.other_task.diffusion",
+                };
+                s.push(Message::new(id).text("preset", preset));
+                s
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResolveError::Import(e) => std::fmt::Display::fmt(e, f),
+            _ => std::fmt::Display::fmt(&self.sentences(), f),
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ResolveError::Field(e) => e.source(),
+            ResolveError::UnknownPreset(e) => e.source(),
+            ResolveError::Import(e) => e.source(),
+            ResolveError::OtherTask { .. } => None,
+        }
+    }
+}
+
+impl From<BadField> for ResolveError {
+    fn from(e: BadField) -> Self {
+        ResolveError::Field(e)
+    }
+}
+
+impl From<UnknownPreset> for ResolveError {
+    fn from(e: UnknownPreset) -> Self {
+        ResolveError::UnknownPreset(e)
+    }
+}
+
+impl From<ImportError> for ResolveError {
+    fn from(e: ImportError) -> Self {
+        ResolveError::Import(e)
+    }
+}
+
+impl From<Message> for ResolveError {
+    fn from(m: Message) -> Self {
+        ResolveError::Field(BadField(m))
+    }
 }
 
 /// The checks' one-line messages about a field.
 impl From<String> for ResolveError {
     fn from(e: String) -> Self {
-        ResolveError::Field(BadField(e))
+        ResolveError::Field(BadField::from(e))
     }
 }
 
 impl From<&str> for ResolveError {
     fn from(e: &str) -> Self {
-        ResolveError::Field(BadField(e.to_string()))
+        ResolveError::Field(BadField::from(e))
     }
 }
 

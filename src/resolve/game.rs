@@ -4,6 +4,7 @@
 
 use super::ResolveError;
 use crate::memory::game::{GameCatalog, GameRun, GameWorkload};
+use crate::types::error::BadField;
 use crate::types::workload::{GpuTarget, WorkloadFile};
 use crate::units::gib_to_bytes;
 
@@ -17,9 +18,7 @@ pub fn resolve(file: &WorkloadFile, gpu: GpuTarget) -> Result<GameWorkload, Reso
     let d = GameRun::default();
     let other = r.other_processes_gib.unwrap_or(0.0);
     if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
-        return Err(
-            format!("run.other_processes_gib = {other} is out of range; allowed 0..=4096").into(),
-        );
+        return Err(BadField::range("run.other_processes_gib", other, 0, 4096).into());
     }
     let run = GameRun {
         resolution: match &r.resolution {

@@ -46,10 +46,11 @@ pub fn resolve_any(
             ("model.hf_config", &file.model.hf_config),
         ];
         if let Some((field, Some(path))) = given.into_iter().find(|(_, p)| p.is_some()) {
-            return Err(format!(
-                "{field} (--model-file) = {}: a {task} plan does not read model files; name a preset with model.preset (--model; see `vram-doctor presets list`), and `vram-doctor inspect` shows what the files hold",
-                path.display()
-            ).into());
+            return Err(Message::new("resolve.model_file_unread")
+                .text("field", field)
+                .text("path", path.display().to_string())
+                .text("task", task.to_string())
+                .into());
         }
     }
     match file.run.task {
@@ -70,17 +71,16 @@ fn with_task_hint(e: ResolveError, file: &WorkloadFile) -> ResolveError {
     let Some(p) = file.model.preset.as_deref() else {
         return e;
     };
-    let (what, task) = if DiffusionCatalog::get().model(p).is_ok() {
-        ("diffusion model", Task::Diffusion)
+    let task = if DiffusionCatalog::get().model(p).is_ok() {
+        Task::Diffusion
     } else if GameCatalog::get().game(p).is_ok() {
-        ("game", Task::Game)
+        Task::Game
     } else {
         return e;
     };
     ResolveError::OtherTask {
         error: Box::new(e),
         preset: p.to_string(),
-        what,
         task,
     }
 }
@@ -124,7 +124,7 @@ fn int_in(field: &str, v: Option<i64>, default: u32, min: i64, max: i64) -> Resu
     match v {
         None => Ok(default),
         Some(x) if (min..=max).contains(&x) => Ok(x as u32),
-        Some(x) => Err(format!("{field} = {x} is out of range; allowed {min}..={max}").into()),
+        Some(x) => Err(BadField::range(field, x, min, max)),
     }
 }
 
@@ -224,20 +224,16 @@ impl GpuSection {
     pub fn resolve(&self) -> Result<GpuTarget, ResolveError> {
         let cat = Catalog::get();
         let count = int_in("gpu.count", self.count.map(i64::from), 1, 1, 1024)?;
-        let gpu =
-            match (&self.preset, self.vram_gib) {
-                (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
-                (Some(p), Some(v)) => {
-                    let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
-                    g.vram_bytes = check_vram(v)?;
-                    g
-                }
-                (None, Some(v)) => GpuTarget::with_capacity(check_vram(v)?, count),
-                (None, None) => return Err(
-                    "gpu: give gpu.preset (see `vram-doctor presets list gpus`) or gpu.vram_gib"
-                        .into(),
-                ),
-            };
+        let gpu = match (&self.preset, self.vram_gib) {
+            (Some(p), None) => GpuTarget::from_preset(cat.gpu(p)?, count),
+            (Some(p), Some(v)) => {
+                let mut g = GpuTarget::from_preset(cat.gpu(p)?, count);
+                g.vram_bytes = check_vram(v)?;
+                g
+            }
+            (None, Some(v)) => GpuTarget::with_capacity(check_vram(v)?, count),
+            (None, None) => return Err(Message::new("resolve.gpu_missing").into()),
+        };
         let mut gpu = gpu;
         gpu.host = crate::catalog::hosts::resolve(self)?;
         Ok(gpu)
@@ -248,10 +244,7 @@ fn check_vram(v: f64) -> Result<u64, BadField> {
     if v.is_finite() && v > 0.0 && v <= 4096.0 {
         Ok(crate::units::gib_to_bytes(v))
     } else {
-        Err(
-            format!("gpu.vram_gib = {v} is out of range; allowed more than 0 and at most 4096")
-                .into(),
-        )
+        Err(BadField::positive_range("gpu.vram_gib", v, 4096))
     }
 }
 
@@ -267,7 +260,7 @@ impl ModelSection {
             self.file.is_some(),
         ];
         if sources.iter().filter(|s| **s).count() > 1 {
-            return Err("model: give only one of model.preset, model.hf_config, model.file".into());
+            return Err(Message::new("resolve.model_sources").into());
         }
         let mut file_weights = None;
         let (mut format, mut notes) = (None, Vec::new());
@@ -276,27 +269,19 @@ impl ModelSection {
             format = m.format;
             (m.name.clone(), m.arch.clone())
         } else if let Some(path) = self.hf_config.as_ref().or(self.file.as_ref()) {
-            let load =
-                loader.ok_or("model: importing model files is not available in this build")?;
+            let load = loader.ok_or_else(|| Message::new("resolve.no_importer"))?;
             let m = load(&base.join(path))?;
             file_weights = m.weights;
             format = m.format;
             notes = m.notes;
             (m.name, m.arch)
         } else {
-            let need = |f: &str, v: Option<u32>| {
-                v.ok_or_else(|| {
-                    format!(
-                        "model.{f} is missing: give model.preset, a file, or the whole architecture"
-                    )
-                })
-            };
+            let missing = |f: &str| Message::new("resolve.model_field_missing").text("field", f);
+            let need = |f: &str, v: Option<u32>| v.ok_or_else(|| missing(f));
             let heads = need("heads", self.heads)?;
             let hidden = need("hidden", self.hidden)?;
             let arch = ModelArch {
-                params: self.params.ok_or(
-                    "model.params is missing: give model.preset, a file, or the whole architecture",
-                )?,
+                params: self.params.ok_or_else(|| missing("params"))?,
                 layers: need("layers", self.layers)?,
                 hidden,
                 heads,
@@ -414,20 +399,14 @@ impl RunSection {
         let method = self.method.unwrap_or(d.method);
         let weights = match &self.weights {
             Some(w) => w.parse::<WeightFormat>().map_err(|_| {
-                format!(
-                    "run.weights = '{w}' is not allowed; use one of: {}",
-                    crate::types::dtype::WEIGHT_NAMES.join(", ")
-                )
+                BadField::not_allowed("run.weights", w, crate::types::dtype::WEIGHT_NAMES)
             })?,
             None if method == Method::Qlora => WeightFormat::Nf4,
             None => file_format.unwrap_or(d.weights),
         };
         let kv_cache = match &self.kv_cache {
             Some(k) => k.parse::<KvDtype>().map_err(|_| {
-                format!(
-                    "run.kv_cache = '{k}' is not allowed; use one of: {}",
-                    crate::types::dtype::KV_NAMES.join(", ")
-                )
+                BadField::not_allowed("run.kv_cache", k, crate::types::dtype::KV_NAMES)
             })?,
             None => d.kv_cache,
         };
@@ -441,24 +420,24 @@ impl RunSection {
         if let Some(max) = model.max_context
             && seq > max
         {
-            return Err(format!(
-                "run.seq = {seq} is longer than the model supports (max_context {max}); lower run.seq"
-            ).into());
+            return Err(Message::new("resolve.seq_over_context")
+                .int("seq", seq)
+                .int("max", max)
+                .into());
         }
         let util = self
             .gpu_memory_utilization
             .unwrap_or(d.gpu_memory_utilization);
         if !(util > 0.0 && util <= 1.0) {
-            return Err(format!(
-                "run.gpu_memory_utilization = {util} is out of range; allowed more than 0 and at most 1"
-            ).into());
+            return Err(BadField::positive_range(
+                "run.gpu_memory_utilization",
+                util,
+                1,
+            ));
         }
         let other = self.other_processes_gib.unwrap_or(0.0);
         if !(other.is_finite() && (0.0..=4096.0).contains(&other)) {
-            return Err(format!(
-                "run.other_processes_gib = {other} is out of range; allowed 0..=4096"
-            )
-            .into());
+            return Err(BadField::range("run.other_processes_gib", other, 0, 4096));
         }
         if method == Method::Qlora
             && !matches!(
@@ -471,9 +450,9 @@ impl RunSection {
                     | WeightFormat::Int8
             )
         {
-            return Err(format!(
-                "run.method = 'qlora' needs a quantized base (run.weights nf4, int8, gptq-4bit …), not '{weights}'"
-            ).into());
+            return Err(Message::new("resolve.qlora_base")
+                .text("weights", weights.to_string())
+                .into());
         }
         if task != Task::Training
             && let Some(allowed) = crate::types::dtype::kv_types_of(engine)
@@ -484,25 +463,25 @@ impl RunSection {
                 .copied()
                 .filter(|n| n.parse::<KvDtype>().is_ok_and(|k| allowed.contains(&k)))
                 .collect();
-            return Err(format!(
-                "run.kv_cache = '{}' is not a KV cache type {engine} has (its exported command could not hold what the plan counts); use one of: {}",
-                self.kv_cache.as_deref().unwrap_or("fp16"),
-                names.join(", ")
-            ).into());
+            return Err(Message::new("resolve.kv_for_engine")
+                .text("kv", self.kv_cache.as_deref().unwrap_or("fp16"))
+                .text("engine", engine.to_string())
+                .text("allowed", names.join(", "))
+                .into());
         }
         if task == Task::Training && method == Method::Full && weights.is_quantized() {
-            return Err(format!(
-                "run.weights = '{weights}' cannot be fully fine-tuned; use run.method = 'qlora' or 16-bit weights"
-            ).into());
+            return Err(Message::new("resolve.full_quantized")
+                .text("weights", weights.to_string())
+                .into());
         }
         let optimizer_in_bwd = self.optimizer_in_bwd.unwrap_or(d.optimizer_in_bwd);
         if optimizer_in_bwd && self.grad_accum.is_some_and(|g| g > 1) {
             // torchtune's recipes refuse the pair (full_finetune_single_device.py `__init__`:
             // "Gradient accumulation is not supported with optimizer in bwd").
-            return Err("run.optimizer_in_bwd steps each parameter as soon as its gradient is complete, so it cannot accumulate gradients; set run.grad_accum = 1 or run.optimizer_in_bwd = false".into());
+            return Err(Message::new("resolve.bwd_accum").into());
         }
         if optimizer_in_bwd && self.offload.is_some_and(|o| o != Offload::None) {
-            return Err("run.optimizer_in_bwd (torchtune) and run.offload (DeepSpeed ZeRO-Offload, whose optimizer runs on the CPU) do not combine; choose one".into());
+            return Err(Message::new("resolve.bwd_offload").into());
         }
         let activation_offload = self.activation_offload.unwrap_or(d.activation_offload);
         let checkpointing = self.checkpointing.unwrap_or(d.checkpointing);
@@ -511,30 +490,28 @@ impl RunSection {
             // "enable_activation_offloading should only be True when
             // enable_activation_checkpointing is True"); TRL and Unsloth offload the inputs of
             // checkpointed layers too.
-            return Err(format!(
-                "run.activation_offload moves the inputs of checkpointed layers to CPU RAM and needs run.checkpointing = 'full' (torchtune refuses it without activation checkpointing); run.checkpointing is '{checkpointing}'"
-            ).into());
+            return Err(Message::new("resolve.activation_offload")
+                .text("checkpointing", checkpointing.to_string())
+                .into());
         }
         let optimizer = self.optimizer.unwrap_or(d.optimizer);
         let paged_optimizer = self.paged_optimizer.unwrap_or(d.paged_optimizer);
         if paged_optimizer && !optimizer.has_paged_variant() {
-            return Err(format!(
-                "run.paged_optimizer: bitsandbytes has no paged {optimizer} (its paged optimizers are AdamW, AdamW 8-bit and Lion: transformers optim paged_adamw_32bit, paged_adamw_8bit, paged_lion_32bit); use one of adamw, adamw-8bit, lion or run.paged_optimizer = false"
-            )
-            .into());
+            return Err(Message::new("resolve.paged_variant")
+                .text("optimizer", optimizer.to_string())
+                .into());
         }
         if paged_optimizer && self.offload.is_some_and(|o| o != Offload::None) {
-            return Err("run.paged_optimizer keeps the optimizer states on the GPU, paged to host RAM when short; run.offload (DeepSpeed ZeRO-Offload) already keeps them in host RAM and steps on the CPU; choose one".into());
+            return Err(Message::new("resolve.paged_offload").into());
         }
         let packing = self.packing.unwrap_or(d.packing);
         let objective = self.objective.unwrap_or(d.objective);
         if packing && objective != Objective::CausalLm {
             // TRL packs for language modelling (`SFTTrainer`); a classifier reads one pooled
             // token per row, so several samples in a row would share one label.
-            return Err(format!(
-                "run.packing puts several samples in one row for causal-LM training; run.objective is '{objective}', which reads one label per row: set run.packing = false"
-            )
-            .into());
+            return Err(Message::new("resolve.packing_objective")
+                .text("objective", objective.to_string())
+                .into());
         }
         let avg_seq = match self.avg_seq {
             None => None,
@@ -598,10 +575,7 @@ impl RunSection {
                     (m * crate::units::MIB) as u64
                 }
                 Some(m) => {
-                    return Err(format!(
-                        "run.fit_target_mib = {m} is out of range; allowed 0..=1048576"
-                    )
-                    .into());
+                    return Err(BadField::range("run.fit_target_mib", m, 0, 1_048_576));
                 }
             },
             objective_speed: self.objective_speed.unwrap_or(d.objective_speed),
@@ -609,10 +583,7 @@ impl RunSection {
                 None => d.min_tokens_per_s,
                 Some(t) if t.is_finite() && (0.0..=1e6).contains(&t) => t,
                 Some(t) => {
-                    return Err(format!(
-                        "run.min_tokens_per_s = {t} is out of range; allowed 0..=1000000"
-                    )
-                    .into());
+                    return Err(BadField::range("run.min_tokens_per_s", t, 0, 1_000_000));
                 }
             },
         })

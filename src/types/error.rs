@@ -6,6 +6,7 @@
 use crate::file_error::FileError;
 use crate::printable::printable_cut;
 use crate::suggest::nearest;
+use crate::types::message::{Message, Sentences};
 use std::fmt;
 
 /// The catalogs a preset is looked up in, each with the command that lists its names.
@@ -18,21 +19,22 @@ pub enum Shelf {
 }
 
 impl Shelf {
-    fn noun(self) -> &'static str {
-        match self {
-            Shelf::Gpu => "GPU",
-            Shelf::Model => "model",
-            Shelf::Diffusion => "diffusion model",
-            Shelf::Game => "game",
-        }
-    }
-
     fn listing(self) -> &'static str {
         match self {
             Shelf::Gpu => "vram-doctor presets list gpus",
             Shelf::Model => "vram-doctor presets list models",
             Shelf::Diffusion => "vram-doctor presets list diffusion",
             Shelf::Game => "vram-doctor presets list games",
+        }
+    }
+
+    /// The ids of "unknown preset" for this catalog: without and with the nearest names.
+    fn unknown_ids(self) -> (&'static str, &'static str) {
+        match self {
+            Shelf::Gpu => ("preset.unknown.gpu", "preset.unknown.gpu.near"),
+            Shelf::Model => ("preset.unknown.model", "preset.unknown.model.near"),
+            Shelf::Diffusion => ("preset.unknown.diffusion", "preset.unknown.diffusion.near"),
+            Shelf::Game => ("preset.unknown.game", "preset.unknown.game.near"),
         }
     }
 }
@@ -57,40 +59,95 @@ impl UnknownPreset {
     }
 }
 
+impl UnknownPreset {
+    /// The error in words (`preset.unknown*` in `assets/i18n/messages.*.toml`): the name, the
+    /// nearest names and the listing command; for a game, that the generic model needs none.
+    pub fn sentences(&self) -> Sentences {
+        let (alone, near) = self.shelf.unknown_ids();
+        let m = |id| {
+            Message::new(id)
+                .text("id", &self.id)
+                .text("list", self.shelf.listing())
+        };
+        let mut s = Sentences::one(if self.near.is_empty() {
+            m(alone)
+        } else {
+            m(near).text("near", self.near.join(", "))
+        });
+        if self.shelf == Shelf::Game {
+            s.push(Message::new("preset.unknown.game.generic"));
+        }
+        s
+    }
+}
+
 impl fmt::Display for UnknownPreset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (what, id, list) = (self.shelf.noun(), &self.id, self.shelf.listing());
-        if self.near.is_empty() {
-            write!(f, "unknown {what} preset '{id}'; see `{list}`")?;
-        } else {
-            let near = self.near.join(", ");
-            write!(
-                f,
-                "unknown {what} preset '{id}'; did you mean {near}? (all: `{list}`)"
-            )?;
-        }
-        if self.shelf == Shelf::Game {
-            f.write_str(" (or leave model.preset out for the generic model)")?;
-        }
-        Ok(())
+        fmt::Display::fmt(&self.sentences(), f)
     }
 }
 
 /// A field of a workload, a flag or a preset whose value is not allowed, or fields that do not
-/// combine: the message names the field, the value and what is allowed.
+/// combine: the message names the field, the value and what is allowed, in words every front
+/// end says in its language (English in `Display`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct BadField(pub String);
+pub struct BadField(pub Message);
 
+impl From<Message> for BadField {
+    fn from(m: Message) -> Self {
+        BadField(m)
+    }
+}
+
+impl BadField {
+    /// `field = value` outside `min..=max`.
+    pub fn range(
+        field: &str,
+        value: impl fmt::Display,
+        min: impl fmt::Display,
+        max: impl fmt::Display,
+    ) -> Self {
+        BadField(
+            Message::new("field.range")
+                .text("field", field)
+                .text("value", value.to_string())
+                .text("min", min.to_string())
+                .text("max", max.to_string()),
+        )
+    }
+
+    /// `field = value` not above 0 or above `max`.
+    pub fn positive_range(field: &str, value: impl fmt::Display, max: impl fmt::Display) -> Self {
+        BadField(
+            Message::new("field.range.positive")
+                .text("field", field)
+                .text("value", value.to_string())
+                .text("max", max.to_string()),
+        )
+    }
+
+    /// `field = 'value'`, a name that is none of `allowed`.
+    pub fn not_allowed(field: &str, value: &str, allowed: &[&str]) -> Self {
+        BadField(
+            Message::new("field.not_allowed")
+                .text("field", field)
+                .text("value", value)
+                .text("allowed", allowed.join(", ")),
+        )
+    }
+}
+
+/// A check's message known only as English text (those not yet built as a [`Message`]).
 impl From<String> for BadField {
     fn from(e: String) -> Self {
-        BadField(e)
+        BadField(Message::english_text(e))
     }
 }
 
 impl From<&str> for BadField {
     fn from(e: &str) -> Self {
-        BadField(e.to_string())
+        BadField::from(e.to_string())
     }
 }
 
@@ -126,7 +183,7 @@ impl From<TextFileError> for String {
 /// For callers that still report errors as one line of text.
 impl From<BadField> for String {
     fn from(e: BadField) -> String {
-        e.0
+        e.0.to_string()
     }
 }
 

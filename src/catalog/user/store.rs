@@ -9,6 +9,7 @@
 use super::UserPresets;
 use crate::atomic_write::write_atomic;
 use crate::file_error::FileError;
+use crate::types::message::Message;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -162,18 +163,23 @@ impl UserStore {
     }
 
     /// Writes `presets` atomically (creating the directory), and holds them once written. On
-    /// failure the file on disk and the presets held stay as they were.
-    pub fn save(&mut self, presets: UserPresets) -> Result<(), String> {
+    /// failure the file on disk and the presets held stay as they were; the error says why, the
+    /// reason itself (the file's, the system's) as its English text.
+    pub fn save(&mut self, presets: UserPresets) -> Result<(), Message> {
+        let not_saved = |why: String| Message::new("save.not_saved").text("why", why);
         if let Some(why) = &self.blocked {
-            return Err(format!("not saved: {why}"));
+            return Err(not_saved(why.clone()));
         }
-        presets.validate().map_err(|e| format!("not saved: {e}"))?;
+        presets.validate().map_err(not_saved)?;
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("{}: cannot create the folder: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Message::new("save.no_folder")
+                    .text("dir", dir.display().to_string())
+                    .text("error", e.to_string())
+            })?;
         }
-        let text = presets.to_toml().map_err(|e| format!("not saved: {e}"))?;
-        write_atomic(&self.path, &text)?;
+        let text = presets.to_toml().map_err(|e| not_saved(e.to_string()))?;
+        write_atomic(&self.path, &text).map_err(|e| not_saved(e.to_string()))?;
         self.presets = presets;
         Ok(())
     }
@@ -273,14 +279,14 @@ mod tests {
         std::fs::create_dir(crate::atomic_write::temp_path(&s.path).unwrap()).unwrap();
         let mut next = p.clone();
         next.put(None, gpu("New", 16.0)).unwrap();
-        let e = s.save(next).unwrap_err();
+        let e = s.save(next).unwrap_err().to_string();
         assert!(e.contains(FILE_NAME) && e.contains("cannot write"), "{e}");
         assert_eq!(std::fs::read(&s.path).unwrap(), before);
         assert_eq!(s.presets, p, "the presets held stay the saved ones");
         // An invalid set is refused before anything is written.
         let mut bad = p.clone();
         bad.gpus[0].vram_gib = -1.0;
-        assert!(s.save(bad).unwrap_err().contains("vram_gib"));
+        assert!(s.save(bad).unwrap_err().to_string().contains("vram_gib"));
     }
 
     /// Each kind of bad file, with what its message must name.
@@ -362,7 +368,7 @@ mod tests {
         std::fs::create_dir(&path).unwrap();
         let mut s = UserStore::open(path.clone());
         assert!(s.notice.as_deref().unwrap().contains("saving is off"));
-        let e = s.save(UserPresets::default()).unwrap_err();
+        let e = s.save(UserPresets::default()).unwrap_err().to_string();
         assert!(e.starts_with("not saved"), "{e}");
         assert!(path.is_dir());
         assert!(read(&path).is_err());

@@ -9,7 +9,7 @@ mod shelves;
 
 use crate::catalog::user::{UserGpu, UserModel, UserPresets, UserStore};
 use crate::types::workload::{GpuSection, ModelSection};
-use crate::ui::i18n::{tr, trf};
+use crate::ui::i18n::{msg, tr, trf};
 use crate::ui::widgets::Said;
 use egui::Ui;
 use form::{Entry, Form, FormEvent, FormKind};
@@ -221,7 +221,7 @@ impl CatalogView {
                 )
             })
         });
-        self.status = Some(saved.map_err(Said::from));
+        self.status = Some(saved.map_err(|m| Said::new(move || msg(&m))));
     }
 
     fn confirm_ui(&mut self, ui: &mut Ui) {

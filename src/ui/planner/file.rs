@@ -4,6 +4,7 @@
 use super::{Family, PlannerView};
 use crate::atomic_write::write_atomic;
 use crate::memory::{Task, WorkloadFile};
+use crate::types::message::Message;
 use crate::types::workload::{GpuSection, ModelSection};
 use crate::ui::i18n::{msg, tr, trf};
 use crate::ui::widgets::{Said, status_ui};
@@ -290,17 +291,22 @@ impl PlannerView {
         else {
             return;
         };
-        self.status = Some(
-            self.workload
-                .to_toml()
-                .map_err(|e| format!("not saved: {e}"))
-                .and_then(|text| write_atomic(&path, &text).map_err(String::from))
-                .map(|()| {
-                    self.path = Some(path.clone());
-                    Said::new(move || trf("Saved {path}", &[("path", &path.display())]))
-                })
-                .map_err(Said::from),
-        );
+        let saved = match self.workload.to_toml() {
+            Ok(text) => write_atomic(&path, &text).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        self.status = Some(match saved {
+            Ok(()) => {
+                self.path = Some(path.clone());
+                Ok(Said::new(move || {
+                    trf("Saved {path}", &[("path", &path.display())])
+                }))
+            }
+            // The reason is the system's (or the TOML writer's) English text.
+            Err(why) => Err(Said::new(move || {
+                msg(&Message::new("save.not_saved").text("why", &why))
+            })),
+        });
     }
 }
 

@@ -18,7 +18,7 @@ mod summary;
 mod undo;
 
 use super::files::Dialogs;
-use super::i18n::tr;
+use super::i18n::{msgs, tr};
 use crate::catalog::Catalog;
 use crate::memory::any::AnyWorkload;
 use crate::memory::diffusion::DiffusionWorkload;
@@ -27,6 +27,7 @@ use crate::memory::{Breakdown, Run, WorkloadFile};
 use crate::plan::{Details, PlanResult, plan_any};
 use crate::resolve::resolve_any;
 use crate::types::arch::ModelArch;
+use crate::types::message::Sentences;
 use crate::types::workload::GpuTarget;
 use crate::ui::widgets::{self, Status};
 use egui::Ui;
@@ -101,8 +102,8 @@ struct Shown {
     capacity_bytes: u64,
 }
 
-/// An estimate for the edited workload, or why there is none.
-type Evaluated = Result<Estimate, String>;
+/// An estimate for the edited workload, or why there is none (said in the language shown).
+type Evaluated = Result<Estimate, Sentences>;
 
 #[derive(Clone)]
 struct Estimate {
@@ -184,7 +185,7 @@ impl PlannerView {
                 let result = plan_any(&w);
                 Estimate::new(w, result)
             })
-            .map_err(String::from);
+            .map_err(|e| e.sentences());
         if let Ok(est) = &e {
             let s = &mut self.shown;
             s.capacity_bytes = est.breakdown.capacity_bytes;
@@ -204,7 +205,9 @@ impl PlannerView {
     /// The workload and `plan_any`'s result for it, as the tab shows them (the CLI's
     /// `plan --json` prints the same result for the same file).
     pub fn plan_result(&mut self) -> Result<(AnyWorkload, PlanResult), String> {
-        self.evaluate().map(|e| (*e.source).clone())
+        self.evaluate()
+            .map(|e| (*e.source).clone())
+            .map_err(|why| msgs(&why))
     }
 
     /// The verdict on the current workload, for the doctor; `None` while it does not resolve.
@@ -282,9 +285,9 @@ impl PlannerView {
                         crate::export::workload_file::apply_plan(&mut self.workload, w, r);
                     }
                 }
-                Err(msg) => {
+                Err(why) => {
                     ui.heading(tr("Cannot estimate this workload"));
-                    ui.colored_label(ui.visuals().error_fg_color, msg);
+                    ui.colored_label(ui.visuals().error_fg_color, msgs(why));
                 }
             });
         });
