@@ -37,12 +37,15 @@ impl ResolveError {
     }
 
     /// The error in words, which the GUI says in its language and `Display` in English. An
-    /// import error is said as its English text.
+    /// import error's own text (the file's parser or the system) is kept as it is, inside a
+    /// sentence of the language shown.
     pub fn sentences(&self) -> Sentences {
         match self {
             ResolveError::Field(f) => Sentences::one(f.0.clone()),
             ResolveError::UnknownPreset(u) => u.sentences(),
-            ResolveError::Import(e) => Sentences::one(Message::english_text(e.to_string())),
+            ResolveError::Import(e) => {
+                Sentences::one(Message::new("resolve.import").text("error", e.to_string()))
+            }
             ResolveError::OtherTask {
                 error,
                 preset,
@@ -62,10 +65,7 @@ impl ResolveError {
 
 impl std::fmt::Display for ResolveError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ResolveError::Import(e) => std::fmt::Display::fmt(e, f),
-            _ => std::fmt::Display::fmt(&self.sentences(), f),
-        }
+        std::fmt::Display::fmt(&self.sentences(), f)
     }
 }
 
