@@ -369,6 +369,19 @@ fn the_chinese_walk_finds_no_english_sentence() {
         click(&mut h, shelf);
         look(&mut h, shelf, &mut seen);
     }
+    // The catalog's form refuses a card of 5000 GiB, saying why.
+    click(&mut h, "Add GPU…");
+    for (field, text) in [("Name", "Lab card"), ("Memory (GiB)", "5000")] {
+        let label = i18n::tr_in(Lang::SimplifiedChinese, field);
+        h.get_by_role_and_label(Role::TextInput, label).focus();
+        h.run();
+        h.get_by_role_and_label(Role::TextInput, label)
+            .type_text(text);
+        h.run();
+    }
+    click(&mut h, "Save");
+    wait_for(&mut h, "4096");
+    look(&mut h, "the catalog form refusing a value", &mut seen);
     assert!(
         seen.shown.len() > 200,
         "the walk saw the app: {} texts",

@@ -24,6 +24,7 @@ pub use store::{
 use super::{Catalog, Gpu, ModelPreset};
 use crate::types::arch::Mlp;
 use crate::types::arch::ModelArch;
+use crate::types::message::Message;
 use crate::types::options::Task;
 use crate::types::workload::WorkloadFile;
 use crate::types::workload::{GpuSection, ModelSection};
@@ -87,11 +88,12 @@ pub struct UserPresets {
     pub models: Vec<UserModel>,
 }
 
-/// A value that cannot be kept, and the field it is in (the field names of the file).
+/// A value that cannot be kept, and the field it is in (the field names of the file); the
+/// message in words each front end says in its language (`Display` in English).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invalid {
     pub field: &'static str,
-    pub message: String,
+    pub message: Message,
 }
 
 impl fmt::Display for Invalid {
@@ -100,11 +102,8 @@ impl fmt::Display for Invalid {
     }
 }
 
-fn invalid(field: &'static str, message: impl Into<String>) -> Invalid {
-    Invalid {
-        field,
-        message: message.into(),
-    }
+fn invalid(field: &'static str, message: Message) -> Invalid {
+    Invalid { field, message }
 }
 
 /// What GPUs and models have in common here: an id, a name, and their own checks.
@@ -132,18 +131,20 @@ pub trait UserPreset: Clone {
         if !id_ok {
             return Err(invalid(
                 "id",
-                format!("'{id}' is not an id: use 1 to {MAX_ID} of a-z, 0-9, '-', '_', '.'"),
+                Message::new("preset.user.id")
+                    .text("id", id)
+                    .int("max", MAX_ID as u64),
             ));
         }
         let name = self.name().trim();
         if name.is_empty() || name.chars().count() > MAX_NAME {
             return Err(invalid(
                 "name",
-                format!("give a name of 1 to {MAX_NAME} characters"),
+                Message::new("preset.user.name_length").int("max", MAX_NAME as u64),
             ));
         }
         if name.chars().any(char::is_control) {
-            return Err(invalid("name", "a name cannot hold control characters"));
+            return Err(invalid("name", Message::new("preset.user.name_control")));
         }
         self.check()
     }
@@ -156,7 +157,11 @@ fn within(field: &'static str, x: f64, lo: f64, hi: f64, unit: &str) -> Result<(
     } else {
         Err(invalid(
             field,
-            format!("{x} is out of range; allowed more than {lo} and at most {hi}{unit}"),
+            Message::new("preset.user.within")
+                .text("value", x.to_string())
+                .text("lo", lo.to_string())
+                .text("hi", hi.to_string())
+                .text("unit", unit),
         ))
     }
 }
@@ -211,10 +216,7 @@ impl UserPreset for UserModel {
         if !(self.params.is_finite() && self.params >= 1.0 && self.params < 1e14) {
             return Err(invalid(
                 "params",
-                format!(
-                    "{} is out of range; give the parameter count, between 1 and 1e14",
-                    self.params
-                ),
+                Message::new("preset.user.params").text("value", self.params.to_string()),
             ));
         }
         let counts = [
@@ -230,7 +232,9 @@ impl UserPreset for UserModel {
             if v == 0 || v > max {
                 return Err(invalid(
                     field,
-                    format!("{v} is out of range; allowed 1 to {max}"),
+                    Message::new("preset.user.count")
+                        .int("value", v)
+                        .int("max", max),
                 ));
             }
         }
@@ -243,22 +247,23 @@ impl UserPreset for UserModel {
             {
                 return Err(invalid(
                     field,
-                    format!("{v} is out of range; allowed 1 to {}", 1 << 27),
+                    Message::new("preset.user.count")
+                        .int("value", v)
+                        .int("max", 1u32 << 27),
                 ));
             }
         }
         if self.kv_heads > self.heads || !self.heads.is_multiple_of(self.kv_heads) {
             return Err(invalid(
                 "kv_heads",
-                format!(
-                    "{} must divide the attention heads ({})",
-                    self.kv_heads, self.heads
-                ),
+                Message::new("preset.user.kv_heads")
+                    .int("kv_heads", self.kv_heads)
+                    .int("heads", self.heads),
             ));
         }
         self.arch()
             .validate()
-            .map_err(|e| invalid("architecture", e))
+            .map_err(|e| invalid("architecture", Message::english_text(e)))
     }
     fn builtin(id: &str) -> bool {
         Catalog::get().model(id).is_ok()
@@ -433,7 +438,8 @@ impl UserPresets {
         match old_id {
             Some(id) => {
                 let Some(at) = list.iter().position(|x| x.id() == id) else {
-                    return Err(invalid("id", format!("there is no {} '{id}'", T::KIND)));
+                    let none = Message::new("preset.user.no_such").text("kind", T::KIND);
+                    return Err(invalid("id", none.text("id", id)));
                 };
                 *item.id_mut() = id.to_string();
                 item.validate()?;
@@ -626,7 +632,7 @@ mod tests {
         let e = p
             .put(Some("nope"), gpu("X", 8.0))
             .expect_err("editing a missing entry");
-        assert!(e.message.contains("nope"), "{e}");
+        assert!(e.message.to_string().contains("nope"), "{e}");
     }
 
     #[test]

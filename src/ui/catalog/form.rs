@@ -4,7 +4,7 @@
 
 use crate::catalog::user::{Invalid, UserGpu, UserModel};
 use crate::types::arch::Mlp;
-use crate::ui::i18n::{tr, trf};
+use crate::ui::i18n::{msg, tr, trf};
 use egui::Ui;
 
 /// What the form edits.
@@ -124,7 +124,7 @@ impl Form {
 
     /// Shows a domain check's complaint under its field.
     pub fn reject(&mut self, e: Invalid) {
-        self.errors = vec![(e.field, e.message)];
+        self.errors = vec![(e.field, msg(&e.message))];
     }
 
     fn text(&self, key: &str) -> &str {
