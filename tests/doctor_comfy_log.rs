@@ -5,7 +5,7 @@
 
 use vram_doctor::doctor::comfy_log::{Lines, LoadHow, read};
 use vram_doctor::doctor::{Context, Fact, Knowledge, PlanSummary, reading};
-use vram_doctor::memory::diffusion::comfy::MemoryMode;
+use vram_doctor::engines::comfyui::memory::MemoryMode;
 use vram_doctor::units::human;
 
 const MIB: f64 = 1024.0 * 1024.0;

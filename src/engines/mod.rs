@@ -13,6 +13,7 @@
 //! shares with others as one formula with a per-engine term stay in that formula's module; `grep
 //! -rn 'Engine::' src` lists them.
 
+pub mod comfyui;
 pub mod llama_cpp;
 pub mod transformers;
 pub mod vllm;

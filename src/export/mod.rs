@@ -9,7 +9,6 @@
 
 pub mod accelerate_fsdp;
 pub mod allocator;
-pub mod comfyui;
 pub mod deepspeed;
 pub mod diffusers;
 pub mod hf_training;
@@ -20,6 +19,7 @@ pub mod unsloth;
 pub mod workload_file;
 
 use crate::catalog::Catalog;
+use crate::engines::comfyui::export as comfyui;
 use crate::engines::llama_cpp::export::{self as llama_cpp, lm_studio, ollama};
 use crate::engines::transformers::export as transformers;
 use crate::engines::vllm::export as vllm;

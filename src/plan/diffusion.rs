@@ -5,7 +5,7 @@
 //! loading runs, but every step then copies the rest of the model over PCIe, which the plan
 //! counts as a speed cost like any other strategy.
 
-use crate::memory::diffusion::comfy::{ComfyMemory, MemoryMode};
+use crate::engines::comfyui::memory::{ComfyMemory, MemoryMode};
 use crate::memory::diffusion::residency::{Stage, place};
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind, VramMode, estimate};
 use crate::plan::verdict::{self, Fit, diffusion_fits_with_margin, streams_weights};

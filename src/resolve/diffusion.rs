@@ -1,7 +1,7 @@
 //! A workload file with `task = "diffusion"` → a checked `DiffusionWorkload`.
 
 use super::{ResolveError, int_in};
-use crate::memory::diffusion::comfy::parse_torch_version;
+use crate::engines::comfyui::memory::parse_torch_version;
 use crate::memory::diffusion::parts::quantized_bytes_per_param;
 use crate::memory::diffusion::{
     Bus, DiffusionCatalog, DiffusionRun, DiffusionWorkload, ModelKind, Part,
@@ -308,7 +308,7 @@ mod tests {
     /// `--reserve-vram`, the PyTorch version and the OS decide the memory mode and the reserve.
     #[test]
     fn launch_fields_reach_the_memory_mode() {
-        use crate::memory::diffusion::comfy::MemoryMode;
+        use crate::engines::comfyui::memory::MemoryMode;
         let base =
             "[gpu]\nvram_gib = 24\n[model]\npreset = \"sdxl\"\n[run]\ntask = \"diffusion\"\n";
         let w = resolve_text(base).unwrap();

@@ -210,7 +210,7 @@ choice!(
 choice!(
     /// ComfyUI's dynamic VRAM switch (comfy/cli_args.py `--enable-dynamic-vram`,
     /// `--disable-dynamic-vram`): `auto` is neither flag, and ComfyUI then decides
-    /// (`memory::diffusion::comfy::memory`).
+    /// (`engines::comfyui::memory::comfy_memory`).
     DynamicVram, "run.dynamic_vram" {
         Auto = "auto" | "default",
         On = "on" | "enable" | "enabled" | "true" | "enable-dynamic-vram",
@@ -266,7 +266,7 @@ mod tests {
     }
 }
 
-/// How ComfyUI places weights (memory::diffusion::comfy decides it for a plan; the doctor reads
+/// How ComfyUI places weights (engines::comfyui::memory decides it for a plan; the doctor reads
 /// it from ComfyUI's console log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

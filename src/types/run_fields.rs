@@ -225,7 +225,7 @@ macro_rules! run_fields {
                 /// An IP-Adapter with its image encoder.
             },
             /// ComfyUI `--reserve-vram` in GiB; absent: ComfyUI's default for the memory mode and
-            /// `run.os` (`memory::diffusion::comfy`).
+            /// `run.os` (`engines::comfyui::memory`).
             reserve_vram_gib: f64, diffusion, value(long) {
                 /// ComfyUI --reserve-vram, GiB (default: ComfyUI's for the memory mode and --os).
             },

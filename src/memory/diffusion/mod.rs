@@ -5,13 +5,16 @@
 //! The pipeline runs in three stages — encode the prompt, denoise the latents, decode the image —
 //! so the activation peak is the largest stage's, on top of whichever weights the engine keeps
 //! on the GPU during that stage.
+//!
+//! The engines' own rules (ComfyUI's memory modes and where each puts the weights) are in
+//! `engines::comfyui::memory`; `residency::place` calls them.
 
 pub mod catalog;
-pub mod comfy;
 pub mod parts;
 pub mod residency;
 pub mod stages;
 
+use crate::engines::comfyui::memory::{ComfyMemory, comfy_memory};
 use crate::types::dtype::WeightFormat;
 use crate::types::options::{Attention, Engine};
 pub use crate::types::options::{CpuOffload, DynamicVram, Os, VramMode};
@@ -56,7 +59,7 @@ pub struct DiffusionRun {
     pub controlnets: u32,
     pub ip_adapter: bool,
     /// ComfyUI `--reserve-vram`; `None`: its default for the memory mode and OS
-    /// (`comfy::memory`).
+    /// (`engines::comfyui::memory::comfy_memory`).
     pub reserve_vram_bytes: Option<u64>,
     /// ComfyUI `--enable-dynamic-vram` / `--disable-dynamic-vram` / neither.
     pub dynamic_vram: DynamicVram,
@@ -138,8 +141,8 @@ pub struct DiffusionWorkload {
 
 impl DiffusionWorkload {
     /// ComfyUI's memory behaviour for this run (`None` for diffusers, which has neither mode).
-    pub fn comfy_memory(&self) -> Option<comfy::ComfyMemory> {
-        (self.run.engine != Engine::Diffusers).then(|| comfy::memory(&self.run, &self.gpu))
+    pub fn comfy_memory(&self) -> Option<ComfyMemory> {
+        (self.run.engine != Engine::Diffusers).then(|| comfy_memory(&self.run, &self.gpu))
     }
 
     /// Bytes per activation element: fp32 runs compute in fp32, everything else in 16-bit

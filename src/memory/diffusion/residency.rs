@@ -1,7 +1,8 @@
 //! Which weights sit on the GPU during each stage, as ComfyUI and diffusers place them, and the
 //! resulting breakdown at the peak stage.
 //!
-//! ComfyUI has two modes (`comfy`): with dynamic VRAM only the running model's weights are wanted
+//! ComfyUI has two modes (`engines::comfyui::memory`, which places the pipeline in each): with
+//! dynamic VRAM only the running model's weights are wanted
 //! on the card, as much of them as fits beside the stage's working memory, and the rest is read
 //! from system RAM as each layer runs; idle models stay cached only until something needs the
 //! room (comfy/model_management.py `free_memory`: "don't actually unload dynamic models for the
@@ -13,32 +14,22 @@
 //! diffusers keeps every component on the GPU unless `enable_model_cpu_offload` (one whole model
 //! at a time) or `enable_sequential_cpu_offload` (one submodule at a time).
 
-use super::comfy::MemoryMode;
 use super::parts::{TAESD_PARAMS, denoiser_bytes, text_encoder_bytes};
 use super::stages::{decode_bytes, denoise_bytes, encode_bytes};
-use super::{CpuOffload, DiffusionRun, DiffusionWorkload, VramMode};
+use super::{CpuOffload, DiffusionWorkload};
+use crate::engines::comfyui::memory::{self as comfyui, MemoryMode};
 use crate::memory::breakdown::{Breakdown, ComponentId, Layer};
 use crate::memory::overhead;
 use crate::types::dtype::WeightFormat;
 use crate::types::message::Message;
 use crate::types::options::Engine;
-use crate::units::{GIB, MIB};
+use crate::units::MIB;
 use serde::{Deserialize, Serialize};
-
-/// ComfyUI `minimum_inference_memory()`: 0.8 GiB beyond the reserve (classic loading).
-pub const COMFY_MIN_INFERENCE: f64 = 0.8 * GIB;
 
 /// The allocator cache that cannot be given back at the peak: 1% of the weights and 5% of the
 /// activations [derived: `estimate`'s hard share of the reserved-minus-allocated growth].
-const HARD_WEIGHTS: f64 = 0.01;
-const HARD_ACTIVATIONS: f64 = 0.05;
-
-/// ComfyUI's own estimate of a VAE decode, used to pick how many images it decodes at once:
-/// 2178 × latent height × latent width × 64 × dtype size (comfy/sd.py `memory_used_decode`).
-fn comfy_decode_estimate(w: &DiffusionWorkload, vae_fp32: bool) -> f64 {
-    let latent = (f64::from(w.run.width) / 8.0) * (f64::from(w.run.height) / 8.0);
-    2178.0 * latent * 64.0 * if vae_fp32 { 4.0 } else { 2.0 }
-}
+pub const HARD_WEIGHTS: f64 = 0.01;
+pub const HARD_ACTIVATIONS: f64 = 0.05;
 
 /// Reserved-minus-allocated growth per stage: the VAE decode allocates large tensors of many
 /// shapes, and diffusers' Flux runs show reserved peaks ~4.5 GiB over the loaded weights for a
@@ -114,14 +105,18 @@ impl Placement {
     }
 }
 
-/// Weights and activations of every part, before placement.
-struct Sizes {
-    te: Vec<f64>,
-    denoiser: f64,
-    adapters: f64,
-    vae: f64,
-    vae_fp32: bool,
-    act: [f64; 3],
+/// Weights and activations of every part, before placement (bytes).
+pub struct Sizes {
+    /// Each text encoder's weights, in the model's order.
+    pub te: Vec<f64>,
+    pub denoiser: f64,
+    /// LoRAs, ControlNets and the IP-Adapter.
+    pub adapters: f64,
+    pub vae: f64,
+    /// The VAE runs in fp32.
+    pub vae_fp32: bool,
+    /// The activations of each stage: encode, denoise, decode.
+    pub act: [f64; 3],
 }
 
 fn sizes(w: &DiffusionWorkload, decode_images: f64) -> Sizes {
@@ -168,9 +163,9 @@ fn sizes(w: &DiffusionWorkload, decode_images: f64) -> Sizes {
     }
 }
 
-/// The VAE's working dtype. ComfyUI: bf16 where the GPU has it, else fp32 (`working_dtypes =
-/// [bfloat16, float32]`, comfy/sd.py). diffusers: the pipeline dtype, except that SDXL-family
-/// pipelines upcast an fp16 VAE to fp32 (`force_upcast`, `upcast_vae`).
+/// The VAE's working dtype. ComfyUI: `engines::comfyui::memory::vae_in_fp32`. diffusers: the
+/// pipeline dtype, except that SDXL-family pipelines upcast an fp16 VAE to fp32
+/// (`force_upcast`, `upcast_vae`).
 fn vae_in_fp32(w: &DiffusionWorkload) -> bool {
     match w.run.engine {
         Engine::Diffusers => {
@@ -179,11 +174,14 @@ fn vae_in_fp32(w: &DiffusionWorkload) -> bool {
                     && w.model.vae_force_upcast
                     && !w.run.tiny_vae)
         }
-        _ => !w.gpu.bf16 && !w.run.tiny_vae,
+        _ => comfyui::vae_in_fp32(w),
     }
 }
 
-fn stage_uses(
+/// What each stage holds: with `all_resident` every model stays on the GPU through all three
+/// stages, else each stage holds only its own model; `denoiser_on_gpu` is the denoiser's share
+/// resident on the card.
+pub fn stage_uses(
     s: &Sizes,
     te_on_gpu: bool,
     all_resident: bool,
@@ -223,44 +221,6 @@ fn stage_uses(
     ]
 }
 
-/// Dynamic VRAM (`comfy`): every model stays cached on the card while all of them fit beside
-/// the largest stage; else the running model's weights are resident as far as they fit beside
-/// the stage's activations and the allocator's hard share, the rest streamed, and the idle
-/// models are evicted on demand, so no stage holds them. The text encoders run on the GPU whatever the
-/// VRAM flag (model_management.py `text_encoder_device`: `if
-/// comfy.memory_management.aimdo_enabled: return get_torch_device()`). Returns the stages, the
-/// denoiser bytes streamed and the text-encoder bytes streamed.
-fn place_dynamic(
-    s: &mut Sizes,
-    r: &DiffusionRun,
-    capacity: f64,
-    free: f64,
-) -> ([StageUse; 3], f64, f64) {
-    // cond and uncond as one batch only when 1.5 × its memory fits in what the dynamic patcher
-    // calls free, the card's total less the whole model (comfy/samplers.py `_calc_cond_batch`:
-    // `memory_required(...) * 1.5 < free_memory`; model_patcher.py
-    // `ModelPatcherDynamic.get_free_memory`: `get_total_memory(device) - self.model_size()`,
-    // February 2026 source).
-    if r.cfg && 1.5 * s.act[1] >= capacity - s.denoiser {
-        s.act[1] /= 2.0;
-    }
-    let room = |act: f64, fixed: f64| {
-        ((free - act * (1.0 + HARD_ACTIVATIONS)) / (1.0 + HARD_WEIGHTS) - fixed).max(0.0)
-    };
-    let te_on_gpu = !r.text_encoder_on_cpu;
-    let te_total: f64 = if te_on_gpu { s.te.iter().sum() } else { 0.0 };
-    let act_max = s.act.iter().cloned().fold(0.0, f64::max);
-    if room(act_max, te_total + s.adapters + s.vae) >= s.denoiser {
-        return (stage_uses(s, te_on_gpu, true, s.denoiser), 0.0, 0.0);
-    }
-    let denoiser = s.denoiser.min(room(s.act[1], s.adapters));
-    let mut st = stage_uses(s, te_on_gpu, false, denoiser);
-    let te_total = st[0].text_encoders;
-    st[0].text_encoders = te_total.min(room(s.act[0], 0.0));
-    st[2].vae = st[2].vae.min(room(s.act[2], 0.0));
-    (st, s.denoiser - denoiser, te_total - st[0].text_encoders)
-}
-
 /// Places the pipeline on the GPU the way its engine would.
 pub fn place(w: &DiffusionWorkload) -> Placement {
     let r = &w.run;
@@ -284,9 +244,7 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
     let decode_images = if r.vae_tiling || r.vae_slicing {
         1.0
     } else if comfy {
-        // ComfyUI splits the batch so that its decode estimate fits in free memory.
-        let est = comfy_decode_estimate(w, probe.vae_fp32);
-        ((free - probe.vae) / est).floor().clamp(1.0, batch)
+        comfyui::decode_images(w, free, &probe)
     } else {
         batch
     };
@@ -297,44 +255,12 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
     let mut encoders_streamed = 0.0;
     let mut partially_loaded = false;
     let stages = if dynamic {
-        let (st, d, t) = place_dynamic(&mut s, r, capacity, free);
+        let (st, d, t) = comfyui::place_dynamic(&mut s, r, capacity, free);
         (streamed, encoders_streamed) = (d, t);
         st
     } else if comfy {
-        let te_on_gpu = match r.vram_mode {
-            VramMode::GpuOnly => true,
-            VramMode::Low | VramMode::No => false,
-            _ => !r.text_encoder_on_cpu,
-        };
-        let te_total: f64 = if te_on_gpu { s.te.iter().sum() } else { 0.0 };
-        // ComfyUI runs cond and uncond as one batch only when that fits (comfy/samplers.py
-        // `calc_cond_batch` checks free memory); otherwise one after the other.
-        if r.cfg && s.denoiser + s.adapters + s.act[1] + COMFY_MIN_INFERENCE > free {
-            s.act[1] /= 2.0;
-        }
-        let act_max = s.act.iter().cloned().fold(0.0, f64::max);
-        let everything = te_total + s.denoiser + s.adapters + s.vae + act_max + COMFY_MIN_INFERENCE;
-        let keep_all = matches!(r.vram_mode, VramMode::High | VramMode::GpuOnly)
-            || (r.vram_mode == VramMode::Normal && everything <= free);
-        let room = free - s.act[1] - s.adapters - COMFY_MIN_INFERENCE;
-        let on_gpu = if r.vram_mode == VramMode::No {
-            0.0
-        } else if keep_all || s.denoiser <= room {
-            s.denoiser
-        } else {
-            room.max(0.0)
-        };
-        if on_gpu < s.denoiser {
-            streamed = s.denoiser - on_gpu;
-            partially_loaded = r.vram_mode != VramMode::No;
-        }
-        let mut st = stage_uses(&s, te_on_gpu, keep_all, on_gpu);
-        // Text encoders are model patchers too: loaded partially when they do not fit.
-        let te_room = (free - s.act[0] - COMFY_MIN_INFERENCE).max(0.0);
-        if !keep_all && st[0].text_encoders > te_room {
-            st[0].text_encoders = te_room;
-            partially_loaded = true;
-        }
+        let (st, d, partial) = comfyui::place_classic(&mut s, r, free);
+        (streamed, partially_loaded) = (d, partial);
         st
     } else {
         let te_on_gpu = !r.text_encoder_on_cpu;
@@ -450,27 +376,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
     );
     let r = &w.run;
     if let Some(m) = &memory {
-        let label = match m.mode {
-            MemoryMode::Dynamic => {
-                "Kept free by dynamic VRAM (comfy-aimdo headroom, --reserve-vram)"
-            }
-            MemoryMode::Classic => "Kept free by ComfyUI (--reserve-vram)",
-        };
-        b.add(
-            ComponentId::ReservedVram,
-            label,
-            m.reserve_bytes as f64,
-            Layer::External,
-        );
-        if m.headroom_bytes > 0 {
-            b.add(
-                ComponentId::VramHeadroom,
-                "Kept free by dynamic VRAM (--vram-headroom)",
-                m.headroom_bytes as f64,
-                Layer::External,
-            );
-        }
-        b.warnings.extend(m.notes.iter().cloned());
+        comfyui::kept_free(&mut b, m);
     }
     b.add(
         ComponentId::OtherProcesses,
@@ -478,46 +384,14 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         r.other_processes_bytes as f64,
         Layer::External,
     );
-    let dynamic = memory
-        .as_ref()
-        .is_some_and(|m| m.mode == MemoryMode::Dynamic);
-    if dynamic && p.streamed_bytes > 0.0 {
-        let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
-        b.warn(
-            Message::new("warn.comfy.dynamic_streams")
-                .bytes("resident", (denoiser - p.streamed_bytes) as u64)
-                .bytes("model", denoiser as u64)
-                .bytes("streamed", p.streamed_bytes as u64),
-        );
-    }
-    if dynamic && p.encoders_streamed_bytes > 0.0 {
-        b.warn(
-            Message::new("warn.comfy.dynamic_encoders_stream")
-                .bytes("streamed", p.encoders_streamed_bytes as u64),
-        );
-    }
-    if p.partially_loaded && p.streamed_bytes <= 0.0 {
-        // Only the text encoders did not fit next to the encode (`place`).
-        b.warn(Message::new("warn.comfy.encoders_partial"));
-    } else if p.partially_loaded {
-        // The streamed weights are the denoiser's, whatever stage peaks: its whole size is what
-        // the denoising stage holds plus what it streams (not the peak stage's share, which is
-        // nothing when the decode peaks after the denoiser was unloaded).
-        let denoiser = p.stages[Stage::Denoise as usize].denoiser + p.streamed_bytes;
-        b.warn(
-            Message::new("warn.comfy.model_partial")
-                .bytes("streamed", p.streamed_bytes as u64)
-                .bytes("model", denoiser as u64),
-        );
+    if let Some(m) = &memory {
+        comfyui::warnings(&mut b, m, &p, r);
     }
     if r.engine == Engine::Diffusers && r.cpu_offload == CpuOffload::Sequential {
         b.warn(Message::new("warn.diffusers.sequential_offload"));
     }
     if p.vae_fp32 && r.engine == Engine::Diffusers && r.weights == WeightFormat::Fp16 {
         b.warn(Message::new("warn.diffusers.vae_upcast"));
-    }
-    if r.engine != Engine::Diffusers && !r.vae_tiling && p.peak == Stage::Decode && !b.fits() {
-        b.warn(Message::new("warn.comfy.tiled_retry"));
     }
     if r.attention == crate::types::options::Attention::Eager
         && p.stages[1].activations > 0.5 * w.gpu.vram_bytes as f64
@@ -530,9 +404,9 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::diffusion::{Bus, DiffusionWorkload};
+    use crate::memory::diffusion::{Bus, DiffusionWorkload, VramMode};
     use crate::types::workload::GpuTarget;
-    use crate::units::human;
+    use crate::units::{GIB, human};
 
     fn gpu(gib: f64) -> GpuTarget {
         GpuTarget::with_capacity(crate::units::gib_to_bytes(gib), 1)
@@ -644,7 +518,7 @@ mod tests {
         let mut w = classic("sd15", 8.0);
         w.run.other_processes_bytes = 1 << 30;
         let b = estimate(&w);
-        let reserve = super::super::comfy::RESERVE_WINDOWS;
+        let reserve = comfyui::RESERVE_WINDOWS;
         assert_eq!(b.get(ComponentId::ReservedVram), reserve);
         assert_eq!(
             b.required_bytes(),

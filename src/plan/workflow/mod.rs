@@ -30,7 +30,7 @@ use files::{Answers, Want, format_in_name, identify};
 use serde::Serialize;
 
 /// The ComfyUI launch settings a plan assumes (the `run.*` fields of the same names,
-/// `memory::diffusion::comfy`).
+/// `engines::comfyui::memory`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
     /// `--lowvram`, `--highvram` … (`VramMode`).

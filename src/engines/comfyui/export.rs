@@ -5,7 +5,7 @@
 //! `--fp8_e4m3fn-text-enc`). Node names are ComfyUI's built-ins (`VAEDecodeTiled`,
 //! `CLIPLoader`'s device input, `EmptyLatentImage`) and city96/ComfyUI-GGUF's `UnetLoaderGGUF`.
 
-use super::{command_line, comments};
+use crate::export::{command_line, comments};
 use crate::memory::diffusion::{DiffusionWorkload, DynamicVram, VramMode};
 use crate::types::dtype::WeightFormat;
 
