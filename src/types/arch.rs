@@ -5,6 +5,7 @@
 //! (or counted from safetensors headers) rather than re-derived, because derived counts miss
 //! biases, norms and odd shapes; the per-part counts below are used only to split that total.
 
+use crate::types::message::Message;
 use serde::{Deserialize, Serialize};
 
 /// Mixture-of-experts layout (Mixtral, Qwen-MoE, DeepSeek-V2/V3).
@@ -273,7 +274,7 @@ impl ModelArch {
     }
 
     /// Checks that the numbers describe a buildable model; names the first bad field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Message> {
         let positive = [
             ("layers", self.layers),
             ("hidden", self.hidden),
@@ -285,45 +286,37 @@ impl ModelArch {
         ];
         for (name, v) in positive {
             if v == 0 {
-                return Err(format!("model.{name} must be at least 1"));
+                return Err(Message::new("model.at_least_one").text("field", name));
             }
         }
         if self.max_context == Some(0) {
-            return Err(
-                "model.max_context (the context length) is 0; a model takes at least one token"
-                    .into(),
-            );
+            return Err(Message::new("model.max_context_zero"));
         }
         if !(self.params.is_finite() && self.params >= 1.0 && self.params < 1e14) {
-            return Err("model.params must be a parameter count between 1 and 1e14".into());
+            return Err(Message::new("model.params_range"));
         }
         if self.kv_heads > self.heads || !self.heads.is_multiple_of(self.kv_heads) {
-            return Err(format!(
-                "model.kv_heads ({}) must divide model.heads ({})",
-                self.kv_heads, self.heads
-            ));
+            return Err(Message::new("model.kv_heads")
+                .int("kv_heads", self.kv_heads)
+                .int("heads", self.heads));
         }
         if let Some(c) = &self.cache {
             if c.blocks.len() != self.layers as usize {
-                return Err(format!(
-                    "model.cache lists {} blocks for a model of {} layers",
-                    c.blocks.len(),
-                    self.layers
-                ));
+                return Err(Message::new("model.cache_blocks")
+                    .int("blocks", c.blocks.len() as u64)
+                    .int("layers", self.layers));
             }
             if self.sliding_window.is_none() && c.blocks.contains(&BlockCache::Sliding) {
-                return Err("model.cache has sliding-window blocks but no sliding_window".into());
+                return Err(Message::new("model.cache_sliding"));
             }
             if !(c.state_elements.is_finite() && c.state_elements >= 0.0) {
-                return Err("model.cache.state_elements must be a count of at least 0".into());
+                return Err(Message::new("model.cache_state"));
             }
         }
         if let Some(m) = &self.moe
             && (m.active == 0 || m.active > m.experts)
         {
-            return Err(
-                "model.moe: experts per token must be between 1 and the expert count".into(),
-            );
+            return Err(Message::new("model.moe_active"));
         }
         Ok(())
     }
@@ -373,9 +366,14 @@ pub(crate) mod tests {
     fn validate_names_the_field() {
         let mut a = llama31_8b();
         a.kv_heads = 5;
-        assert!(a.validate().unwrap_err().contains("kv_heads"));
+        assert!(a.validate().unwrap_err().to_string().contains("kv_heads"));
         a.kv_heads = 8;
         a.layers = 0;
-        assert!(a.validate().unwrap_err().contains("model.layers"));
+        assert!(
+            a.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("model.layers")
+        );
     }
 }

@@ -263,7 +263,7 @@ impl UserPreset for UserModel {
         }
         self.arch()
             .validate()
-            .map_err(|e| invalid("architecture", Message::english_text(e)))
+            .map_err(|e| invalid("architecture", e))
     }
     fn builtin(id: &str) -> bool {
         Catalog::get().model(id).is_ok()
