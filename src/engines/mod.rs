@@ -14,6 +14,7 @@
 //! -rn 'Engine::' src` lists them.
 
 pub mod comfyui;
+pub mod diffusers;
 pub mod llama_cpp;
 pub mod transformers;
 pub mod vllm;

@@ -10,7 +10,6 @@
 pub mod accelerate_fsdp;
 pub mod allocator;
 pub mod deepspeed;
-pub mod diffusers;
 pub mod hf_training;
 pub mod peft;
 pub mod report;
@@ -20,6 +19,7 @@ pub mod workload_file;
 
 use crate::catalog::Catalog;
 use crate::engines::comfyui::export as comfyui;
+use crate::engines::diffusers::export as diffusers;
 use crate::engines::llama_cpp::export::{self as llama_cpp, lm_studio, ollama};
 use crate::engines::transformers::export as transformers;
 use crate::engines::vllm::export as vllm;

@@ -12,15 +12,16 @@
 //! denoiser itself does not fit next to `minimum_inference_memory()` = 0.8 GiB plus the reserve,
 //! it is "loaded partially" and the rest of its weights are streamed from system RAM every step.
 //! diffusers keeps every component on the GPU unless `enable_model_cpu_offload` (one whole model
-//! at a time) or `enable_sequential_cpu_offload` (one submodule at a time).
+//! at a time) or `enable_sequential_cpu_offload` (one submodule at a time): its placement is
+//! `engines::diffusers::memory`.
 
+use super::DiffusionWorkload;
 use super::parts::{TAESD_PARAMS, denoiser_bytes, text_encoder_bytes};
 use super::stages::{decode_bytes, denoise_bytes, encode_bytes};
-use super::{CpuOffload, DiffusionWorkload};
 use crate::engines::comfyui::memory::{self as comfyui, MemoryMode};
+use crate::engines::diffusers::memory as diffusers;
 use crate::memory::breakdown::{Breakdown, ComponentId, Layer};
 use crate::memory::overhead;
-use crate::types::dtype::WeightFormat;
 use crate::types::message::Message;
 use crate::types::options::Engine;
 use crate::units::MIB;
@@ -163,17 +164,10 @@ fn sizes(w: &DiffusionWorkload, decode_images: f64) -> Sizes {
     }
 }
 
-/// The VAE's working dtype. ComfyUI: `engines::comfyui::memory::vae_in_fp32`. diffusers: the
-/// pipeline dtype, except that SDXL-family pipelines upcast an fp16 VAE to fp32
-/// (`force_upcast`, `upcast_vae`).
+/// The VAE's working dtype, as each engine picks it.
 fn vae_in_fp32(w: &DiffusionWorkload) -> bool {
     match w.run.engine {
-        Engine::Diffusers => {
-            w.run.weights == WeightFormat::Fp32
-                || (w.run.weights == WeightFormat::Fp16
-                    && w.model.vae_force_upcast
-                    && !w.run.tiny_vae)
-        }
+        Engine::Diffusers => diffusers::vae_in_fp32(w),
         _ => comfyui::vae_in_fp32(w),
     }
 }
@@ -239,50 +233,25 @@ pub fn place(w: &DiffusionWorkload) -> Placement {
             .as_ref()
             .map_or(0.0, |m| (m.reserve_bytes + m.headroom_bytes) as f64);
     // How many images the VAE decodes at once.
-    let probe = sizes(w, 1.0);
-    let batch = f64::from(r.batch);
     let decode_images = if r.vae_tiling || r.vae_slicing {
         1.0
     } else if comfy {
-        comfyui::decode_images(w, free, &probe)
+        comfyui::decode_images(w, free, &sizes(w, 1.0))
     } else {
-        batch
+        // diffusers decodes the whole batch in one call.
+        f64::from(r.batch)
     };
     let mut s = sizes(w, decode_images);
-    let te_max = s.te.iter().cloned().fold(0.0, f64::max);
     let all_weights = s.te.iter().sum::<f64>() + s.denoiser + s.adapters + s.vae;
-    let mut streamed = 0.0;
-    let mut encoders_streamed = 0.0;
-    let mut partially_loaded = false;
-    let stages = if dynamic {
+    let (stages, streamed, encoders_streamed, partially_loaded) = if dynamic {
         let (st, d, t) = comfyui::place_dynamic(&mut s, r, capacity, free);
-        (streamed, encoders_streamed) = (d, t);
-        st
+        (st, d, t, false)
     } else if comfy {
         let (st, d, partial) = comfyui::place_classic(&mut s, r, free);
-        (streamed, partially_loaded) = (d, partial);
-        st
+        (st, d, 0.0, partial)
     } else {
-        let te_on_gpu = !r.text_encoder_on_cpu;
-        match r.cpu_offload {
-            CpuOffload::None => stage_uses(&s, te_on_gpu, true, s.denoiser),
-            CpuOffload::Model => {
-                let mut st = stage_uses(&s, te_on_gpu, false, s.denoiser);
-                // One text encoder on the GPU at a time.
-                st[0].text_encoders = if te_on_gpu { te_max } else { 0.0 };
-                st
-            }
-            CpuOffload::Sequential => {
-                // One submodule's weights at a time: about 1% of the largest model.
-                streamed = s.denoiser;
-                let layer = 0.01 * s.denoiser.max(te_max);
-                [0, 1, 2].map(|i| StageUse {
-                    denoiser: layer,
-                    activations: s.act[i],
-                    ..Default::default()
-                })
-            }
-        }
+        let (st, d) = diffusers::place(&s, r);
+        (st, d, 0.0, false)
     };
     let peak = Stage::ALL
         .into_iter()
@@ -384,14 +353,9 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
         r.other_processes_bytes as f64,
         Layer::External,
     );
-    if let Some(m) = &memory {
-        comfyui::warnings(&mut b, m, &p, r);
-    }
-    if r.engine == Engine::Diffusers && r.cpu_offload == CpuOffload::Sequential {
-        b.warn(Message::new("warn.diffusers.sequential_offload"));
-    }
-    if p.vae_fp32 && r.engine == Engine::Diffusers && r.weights == WeightFormat::Fp16 {
-        b.warn(Message::new("warn.diffusers.vae_upcast"));
+    match &memory {
+        Some(m) => comfyui::warnings(&mut b, m, &p, r),
+        None => diffusers::warnings(&mut b, &p, r),
     }
     if r.attention == crate::types::options::Attention::Eager
         && p.stages[1].activations > 0.5 * w.gpu.vram_bytes as f64
@@ -404,7 +368,7 @@ pub fn estimate(w: &DiffusionWorkload) -> Breakdown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::diffusion::{Bus, DiffusionWorkload, VramMode};
+    use crate::memory::diffusion::{Bus, CpuOffload, DiffusionWorkload, VramMode};
     use crate::types::workload::GpuTarget;
     use crate::units::{GIB, human};
 

@@ -3,7 +3,7 @@
 //! `enable_layerwise_casting()` for fp8 storage and `PipelineQuantizationConfig` for
 //! bitsandbytes (diffusers docs "Reduce memory usage", "Quantization → bitsandbytes").
 
-use super::{comments, slug};
+use crate::export::{comments, slug};
 use crate::memory::diffusion::{CpuOffload, DiffusionWorkload, ModelKind};
 use crate::types::dtype::WeightFormat;
 
