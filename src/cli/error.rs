@@ -68,6 +68,12 @@ impl From<String> for CliError {
     }
 }
 
+impl From<crate::types::error::BadField> for CliError {
+    fn from(e: crate::types::error::BadField) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
 impl From<&str> for CliError {
     fn from(e: &str) -> Self {
         CliError::BadInput(e.to_string())

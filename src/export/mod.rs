@@ -483,7 +483,7 @@ mod tests {
         for k in ExportKind::ALL {
             assert_eq!(k.as_str().parse::<ExportKind>().unwrap(), *k);
         }
-        let e = "dsconfig".parse::<ExportKind>().unwrap_err();
+        let e = "dsconfig".parse::<ExportKind>().unwrap_err().to_string();
         assert!(e.contains("deepspeed") && e.contains("--export"), "{e}");
     }
 

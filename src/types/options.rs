@@ -26,11 +26,11 @@ macro_rules! choice {
         }
 
         impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
+            type Err = crate::types::error::BadField;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s.trim().to_ascii_lowercase().as_str() {
                     $($s $(| $alias)* => Ok($name::$var),)+
-                    _ => Err(format!("{} = '{}' is not allowed; use one of: {}", $field, s, Self::NAMES.join(", "))),
+                    _ => Err(crate::types::error::BadField::not_allowed($field, s, Self::NAMES)),
                 }
             }
         }
@@ -250,7 +250,7 @@ mod tests {
             "Flash_Attention_2".parse::<Attention>().unwrap(),
             Attention::Flash
         );
-        let e = "adamx".parse::<Optimizer>().unwrap_err();
+        let e = "adamx".parse::<Optimizer>().unwrap_err().to_string();
         assert!(
             e.contains("run.optimizer") && e.contains("adamw, adamw-8bit"),
             "{e}"
