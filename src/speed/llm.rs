@@ -11,26 +11,15 @@
 use super::Speed;
 use super::precision::{self, MatmulPrecision};
 use crate::engines::llama_cpp::memory as placement;
+use crate::engines::llama_cpp::speed as llama_cpp;
 use crate::types::options::{Attention, Checkpointing, Engine, Method, Offload, Precision, Task};
 use crate::types::workload::{Run, Workload};
 
 /// Share of the card's peak bandwidth llama.cpp's CUDA decode streams weights and KV cache at,
-/// beside the fixed cost per layer below. Fitted with [`LAYER_OVERHEAD_S`] on the full-GPU
-/// decode rows of `tests/data/speed-llama-cpp.jsonl` (RTX 4080, 4090 at 32k context, RTX 2080):
-/// the large reads of sp07 run at 85% of the 4090's 1008 GB/s.
+/// beside its fixed cost per layer (`engines::llama_cpp::speed::LAYER_OVERHEAD_S`, fitted with
+/// it; training's memory passes use the same share). Fitted on the full-GPU decode rows of
+/// `tests/data/speed-llama-cpp.jsonl` (RTX 4080, 4090 at 32k context, RTX 2080): the large reads of sp07 run at 85% of the 4090's 1008 GB/s.
 pub const GPU_DECODE_EFFICIENCY: f64 = 0.85;
-
-/// Fixed time per repeating layer and decoded token: one token's layer is a dozen small kernels
-/// (norms, rope, attention, the MLP matmuls; ggml-cuda replays them as a CUDA graph, which removes
-/// the CPU launch cost but not the GPU's per-kernel start and drain). It is why small models
-/// reach a lower share of bandwidth than large ones (sp11, sp14: 3-4B models at 60% on the
-/// RTX 2080). Fitted on the same rows as [`GPU_DECODE_EFFICIENCY`].
-pub const LAYER_OVERHEAD_S: f64 = 45e-6;
-
-/// The same for a MoE layer, which adds the router matmul, softmax/top-k, and the expert
-/// matmuls gathered by id (`ggml_mul_mat_id`): fitted on sp08 (Qwen3-30B-A3B Q4_0 on an RTX
-/// 4090, 162 tokens/s where its 1.8 GB of active weights would allow 480).
-pub const MOE_LAYER_OVERHEAD_S: f64 = 85e-6;
 
 /// Share of the host RAM's theoretical bandwidth the CPU side of a llama.cpp split reads at
 /// (ggml-cpu's quantized dot products; compute as much as memory on a 10-core host): fitted on
@@ -41,27 +30,14 @@ pub const MOE_LAYER_OVERHEAD_S: f64 = 85e-6;
 /// dual-channel desktop is likely faster than this estimate.
 pub const HOST_DECODE_EFFICIENCY: f64 = 0.45;
 
-/// Prefill throughput of llama.cpp's quantized matmuls (MMQ) relative to the card's dense int8
-/// tensor rate (`int8_tops`; `precision::llm`: MMQ multiplies int8 by int8 on the tensor cores,
-/// PR 7676), which they reach only in part: each tile also unpacks the quantized blocks and
-/// requantizes the activations to q8_1. Median of the pp rows of
-/// `tests/data/speed-llama-cpp.jsonl` (all GeForce cards, whose int8 rate is four times their
-/// fp32-accumulate fp16 rate: Q4_0 and IQ4_XS at 0.24, Q4_K_M 0.27, Q6_K and Q2_K 0.18: their
-/// blocks take more unpacking).
-pub const PREFILL_EFFICIENCY_MMQ: f64 = 0.225;
-/// The same for other quantized weights that are dequantized to 16-bit before their matmuls
+/// Prefill throughput, as llama.cpp's MMQ (`engines::llama_cpp::speed::PREFILL_EFFICIENCY_MMQ`),
+/// of other quantized weights that are dequantized to 16-bit before their matmuls
 /// (AWQ/GPTQ Marlin kernels, bitsandbytes), relative to the 16-bit rate: the value the MMQ rows
 /// gave against the 16-bit rate before MMQ was counted at its int8 rate [derived: no rows].
 pub const PREFILL_EFFICIENCY_QUANTIZED: f64 = 0.9;
 /// The same for 16-bit weights (cuBLAS fp16 GEMM), and for fp8, int8 and fp4 GEMMs relative to
 /// their own rate (the same libraries' GEMMs) [derived: no rows of those precisions yet].
 pub const PREFILL_EFFICIENCY_16BIT: f64 = 0.6;
-
-/// Decode efficiency of PyTorch engines. transformers `generate` runs one Python step per token
-/// with many small kernels; vLLM uses CUDA graphs and paged attention. [derived: vLLM's own
-/// benchmarks reach 60-75% of bandwidth at batch 1; HF eager decoding about half of that]
-pub const TRANSFORMERS_DECODE_EFFICIENCY: f64 = 0.35;
-pub const VLLM_DECODE_EFFICIENCY: f64 = 0.65;
 
 /// Share of the card's 16-bit tensor rate (`fp16_tflops`: the data sheet's dense rate with
 /// fp32 accumulate, or the measured matmul rate where lower, `types::gpu::Gpu::sustained_tflops`)
@@ -104,21 +80,13 @@ fn matmul_params(a: &crate::types::arch::ModelArch) -> f64 {
     (a.active_params() - a.embedding_params() + head).max(0.0)
 }
 
-/// llama.cpp's fixed time per decode step: [`LAYER_OVERHEAD_S`] per dense layer,
-/// [`MOE_LAYER_OVERHEAD_S`] per MoE layer.
-fn layer_overhead(a: &crate::types::arch::ModelArch) -> f64 {
-    let moe = a.moe_layers();
-    let moe_n = f64::from(moe.end - moe.start);
-    (f64::from(a.layers) - moe_n) * LAYER_OVERHEAD_S + moe_n * MOE_LAYER_OVERHEAD_S
-}
-
 /// Prefill efficiency of the matmuls at `rate`: llama.cpp's MMQ kernels against the int8 rate;
 /// where the card's preset has no int8 figure, the estimate takes the 16-bit rate as if the
 /// weights were dequantized for cuBLAS (what ggml-cuda does where MMQ is not taken,
 /// `ggml_cuda_op_mul_mat_cublas`); other quantized weights dequantize to 16-bit.
 fn prefill_efficiency(w: &Workload, rate: &precision::Rate) -> f64 {
     match (rate.used, w.run.engine) {
-        (MatmulPrecision::Int8, Engine::LlamaCpp) => PREFILL_EFFICIENCY_MMQ,
+        (MatmulPrecision::Int8, Engine::LlamaCpp) => llama_cpp::PREFILL_EFFICIENCY_MMQ,
         (MatmulPrecision::Fp16, _) if w.run.weights.is_quantized() => PREFILL_EFFICIENCY_QUANTIZED,
         _ => PREFILL_EFFICIENCY_16BIT,
     }
@@ -166,7 +134,7 @@ fn inference_spilling(w: &Workload, spilled: f64) -> Speed {
             s.host_weights_read + s.host_kv,
             host_w.max(0.0),
             GPU_DECODE_EFFICIENCY,
-            layer_overhead(a),
+            llama_cpp::layer_overhead(a),
         )
     } else {
         let active = a.active_params() / a.params.max(1.0);
@@ -174,9 +142,9 @@ fn inference_spilling(w: &Workload, spilled: f64) -> Speed {
             a, r.batch, r.seq, r.kv_cache, r.engine, r.ubatch,
         );
         let eff = if r.engine == Engine::Vllm {
-            VLLM_DECODE_EFFICIENCY
+            crate::engines::vllm::speed::DECODE_EFFICIENCY
         } else {
-            TRANSFORMERS_DECODE_EFFICIENCY
+            crate::engines::transformers::speed::DECODE_EFFICIENCY
         };
         (w.weight_bytes().gpu * active + kv, 0.0, 0.0, eff, 0.0)
     };
