@@ -8,7 +8,9 @@
 //! trainable parameters (peft/tuners/lora/layer.py `LoraLayer.update_layer`).
 
 use serde::Deserialize;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use crate::types::arch::ModelArch;
@@ -380,7 +382,37 @@ fn peft_list(
     })
 }
 
-fn select(a: &ModelArch, targets: &LoraTargets) -> Selection {
+/// Selections a thread keeps: the planner's search estimates thousands of combinations of one
+/// model and one target list (5 134 selections for one plan of a Llama-3.1-8B training run,
+/// `benches/plan_speed.rs` training_needs_plan), and a selection builds the key of each of the
+/// model's linear modules; the workloads a planner and its previews hold at once are few.
+const REMEMBERED: usize = 8;
+
+/// What `targets` selects on `a`, found once per model and target list (`find`), since it
+/// depends on nothing else.
+fn select(a: &ModelArch, targets: &LoraTargets) -> Rc<Selection> {
+    type Memo = Vec<(ModelArch, LoraTargets, Rc<Selection>)>;
+    thread_local! {
+        static MEMO: RefCell<Memo> = const { RefCell::new(Vec::new()) };
+    }
+    MEMO.with_borrow_mut(|memo| {
+        if let Some(i) = memo.iter().position(|(m, t, _)| t == targets && m == a) {
+            // Most recent last, so the least recently used leaves first.
+            let hit = memo.remove(i);
+            let s = Rc::clone(&hit.2);
+            memo.push(hit);
+            return s;
+        }
+        let s = Rc::new(find(a, targets));
+        if memo.len() == REMEMBERED {
+            memo.remove(0);
+        }
+        memo.push((a.clone(), targets.clone(), Rc::clone(&s)));
+        s
+    })
+}
+
+fn find(a: &ModelArch, targets: &LoraTargets) -> Selection {
     let (layout_name, layout, assumed) = layout_of(a);
     let (mods, module_names) = linears(a, layout);
     let mut s = Selection {
@@ -524,7 +556,7 @@ pub fn leaf_names(a: &ModelArch, targets: &LoraTargets) -> Option<Vec<String>> {
         return None;
     }
     let again = LoraTargets::from_names(&s.leaves).ok()?;
-    (select(a, &again).adapters == s.adapters).then_some(s.leaves)
+    (select(a, &again).adapters == s.adapters).then(|| s.leaves.clone())
 }
 
 /// Trainable LoRA parameters at rank `rank` that sit in adapter matrices of at least
@@ -549,7 +581,7 @@ pub fn params_in_matrices_of(
 pub fn check(a: &ModelArch, targets: &LoraTargets) -> Result<(), BadField> {
     let s = select(a, targets);
     let field = LoraTargets::FIELD;
-    if let Some(p) = s.problem {
+    if let Some(p) = &s.problem {
         return Err(BadField::from(format!("{field} = '{targets}': {p}")));
     }
     if s.unmatched.is_empty() && s.adapters.count > 0.0 {
@@ -756,6 +788,37 @@ mod tests {
         let mut gpt2 = llama31_8b();
         gpt2.model_type = Some("gpt2".into());
         assert_eq!(leaf_names(&gpt2, &LoraTargets::Attention), None);
+    }
+
+    #[test]
+    fn a_remembered_selection_is_the_one_found() {
+        // More model × target pairs than are remembered, asked twice in turn and once changed,
+        // so that hits, evictions and a model that differs only in one width are all seen.
+        let base = llama31_8b();
+        let mut wider = llama31_8b();
+        wider.intermediate += 128;
+        let targets: Vec<LoraTargets> = [
+            "all-linear",
+            "attention",
+            "default",
+            "q_proj,v_proj",
+            "down_proj",
+            r".*\.(q|v)_proj",
+        ]
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+        for _ in 0..2 {
+            for a in [&base, &wider] {
+                for t in &targets {
+                    assert_eq!(select(a, t).adapters, find(a, t).adapters, "{t}");
+                }
+            }
+        }
+        assert_ne!(
+            adapters(&base, &LoraTargets::AllLinear),
+            adapters(&wider, &LoraTargets::AllLinear)
+        );
     }
 
     #[test]
