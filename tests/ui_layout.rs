@@ -17,7 +17,7 @@ use vram_doctor::ui::{Tab, VramDoctorApp};
 
 #[path = "common/app.rs"]
 mod common_app;
-use common_app::app_with;
+use common_app::{app_with, click, wait_for};
 
 fn window(size: [f32; 2], lang: Lang) -> Harness<'static, VramDoctorApp> {
     let mut h = app_with(
@@ -276,27 +276,6 @@ const WORKLOADS: &[(&str, &str)] = &[
         "[gpu]\npreset = \"rtx-4060\"\n[model]\npreset = \"cyberpunk-2077\"\n[run]\ntask = \"game\"\nresolution = \"3840x2160\"\ntexture_quality = \"ultra\"\nray_tracing = true\n",
     ),
 ];
-
-/// Runs frames until a text containing `label` is there, bounded: some answers come from a
-/// thread.
-fn wait_for(h: &mut Harness<'static, VramDoctorApp>, label: &str) {
-    for _ in 0..250 {
-        if h.query_all_by_label_contains(label).next().is_some() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        h.run();
-    }
-    panic!("no {label:?} appeared");
-}
-
-/// Clicks the control labelled `en` in the language shown.
-fn click(h: &mut Harness<'static, VramDoctorApp>, en: &str) {
-    let shown = i18n::tr_in(h.state().state.lang, en).to_string();
-    wait_for(h, &shown);
-    h.get_all_by_label(&shown).next().unwrap().click();
-    h.run();
-}
 
 /// Every view of the app in `lang` in a `size` window, and what [`layout_problems`] finds in
 /// each (the pointer taken away first, so no tooltip covers the view).

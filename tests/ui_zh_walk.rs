@@ -23,6 +23,7 @@ use vram_doctor::ui::{Tab, VramDoctorApp};
 
 #[path = "common/app.rs"]
 mod common_app;
+use common_app::{click, wait_for};
 
 /// The beginner's fine-tune OOM of issue 22, as PyTorch prints it.
 const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 \
@@ -287,26 +288,6 @@ fn look(h: &mut Harness<'static, VramDoctorApp>, step: &str, seen: &mut Seen) {
             shown.entry(t).or_insert_with(|| step.to_string());
         }
     }
-}
-
-/// Runs frames until a label containing `label` is there, bounded: some targets wait for a
-/// thread.
-fn wait_for(h: &mut Harness<'static, VramDoctorApp>, label: &str) {
-    for _ in 0..250 {
-        if h.query_all_by_label_contains(label).next().is_some() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        h.run();
-    }
-    panic!("no {label:?} appeared");
-}
-
-fn click(h: &mut Harness<'static, VramDoctorApp>, en: &str) {
-    let zh = i18n::tr_in(Lang::SimplifiedChinese, en).to_string();
-    wait_for(h, &zh);
-    h.get_all_by_label(&zh).next().unwrap().click();
-    h.run();
 }
 
 #[test]

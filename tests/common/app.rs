@@ -65,3 +65,26 @@ impl FileDialog for Picks {
         Some(self.0.clone())
     }
 }
+
+/// Runs frames until a text containing `label` is there, bounded: some answers come from a
+/// thread (the GPU probe, the doctor's reading).
+pub fn wait_for(h: &mut Harness<'static, VramDoctorApp>, label: &str) {
+    use egui_kittest::kittest::Queryable;
+    for _ in 0..250 {
+        if h.query_all_by_label_contains(label).next().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        h.run();
+    }
+    panic!("no {label:?} appeared");
+}
+
+/// Clicks the control labelled `en` as the app says it in the language it shows.
+pub fn click(h: &mut Harness<'static, VramDoctorApp>, en: &str) {
+    use egui_kittest::kittest::Queryable;
+    let shown = vram_doctor::ui::i18n::tr_in(h.state().state.lang, en).to_string();
+    wait_for(h, &shown);
+    h.get_all_by_label(&shown).next().unwrap().click();
+    h.run();
+}
