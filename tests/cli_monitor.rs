@@ -191,6 +191,15 @@ fn demo_record_then_replay_both_formats() {
     let out = monitor(&["--demo", "--once", "--record", foreign.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "keep me\n");
+    // A file the system cannot create is its failure (exit 1), not a refusal of the name.
+    let nowhere = dir.path().join("no such folder").join("r.jsonl");
+    let out = monitor(&["--demo", "--once", "--record", nowhere.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--record") && err.contains("cannot open"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -240,7 +240,14 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
         .as_deref()
         .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
         .transpose()
-        .map_err(|e| format!("--record {e}"))?;
+        .map_err(|e| {
+            let m = format!("--record {e}");
+            if e.is_bad_input() {
+                CliError::BadInput(m)
+            } else {
+                CliError::Environment(m)
+            }
+        })?;
     let planned = a.workload.as_deref().map(planned).transpose()?;
     let exporter = a.serve.as_deref().map(serve).transpose()?;
     let replay = a.replay.is_some();
@@ -279,7 +286,8 @@ fn run_inner(a: &MonitorArgs) -> Result<ExitCode, CliError> {
         }
         if let Some(r) = recorder.as_mut() {
             // The file was accepted at the start: a write failing now is the disk's doing.
-            r.write(&snap).map_err(CliError::Environment)?;
+            r.write(&snap)
+                .map_err(|e| CliError::Environment(e.to_string()))?;
         }
         let new = session.push(snap);
         let Some(snap) = session.latest() else {

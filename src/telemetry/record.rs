@@ -13,6 +13,7 @@
 
 use super::format::{CSV_HEADER, Format, csv_rows};
 use super::sample::Snapshot;
+use crate::file_error::FileError;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,32 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_MAX_BYTES: u64 = 128 << 20;
 /// Names tried for a rotated part (`FILE.1` … `FILE.999`) before rotation gives up.
 const MAX_PARTS: u32 = 999;
+
+/// Why a recording could not be begun or kept.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file exists and is not a recording in this format: the user names another.
+    #[error("{0}")]
+    Refused(String),
+    /// The path could not be resolved, opened or read (a refusal when it is not a regular
+    /// file, the system's failure otherwise).
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// Writing, encoding, rotating or flushing failed: the system's failure.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl RecordError {
+    /// True when the path given is at fault, false when the system is.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            RecordError::Refused(_) => true,
+            RecordError::File(f) => f.is_refusal(),
+            RecordError::Io(_) => false,
+        }
+    }
+}
 
 pub struct Recorder {
     path: PathBuf,
@@ -58,7 +85,7 @@ impl FileId {
 impl Recorder {
     /// Opens `path` for appending (creating it), in the format its extension names. A symbolic
     /// link is followed; anything but a regular file or a missing path is refused.
-    pub fn open(path: &Path, max_bytes: u64) -> Result<Recorder, String> {
+    pub fn open(path: &Path, max_bytes: u64) -> Result<Recorder, RecordError> {
         let format = Format::from_path(path);
         let real = crate::atomic_write::target(path)?;
         check_existing(&real, format)?;
@@ -81,27 +108,27 @@ impl Recorder {
         &self.path
     }
 
-    fn write_header(&mut self) -> Result<(), String> {
+    fn write_header(&mut self) -> Result<(), RecordError> {
         if self.format == Format::Csv {
             self.write_raw(format!("{CSV_HEADER}\n").as_bytes())?;
         }
         Ok(())
     }
 
-    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), String> {
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
         self.file
             .write_all(bytes)
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+            .map_err(|e| RecordError::Io(format!("cannot write {}: {e}", self.path.display())))?;
         self.written += bytes.len() as u64;
         Ok(())
     }
 
     /// Appends one snapshot.
-    pub fn write(&mut self, s: &Snapshot) -> Result<(), String> {
+    pub fn write(&mut self, s: &Snapshot) -> Result<(), RecordError> {
         let record = match self.format {
             Format::Jsonl => {
                 let mut line = serde_json::to_string(s)
-                    .map_err(|e| format!("cannot encode a snapshot: {e}"))?;
+                    .map_err(|e| RecordError::Io(format!("cannot encode a snapshot: {e}")))?;
                 line.push('\n');
                 line
             }
@@ -115,14 +142,15 @@ impl Recorder {
 
     /// Flushes everything written to the disk and closes the file. Each record already reached
     /// the operating system with its own `write`; this also survives a power cut.
-    pub fn finish(self) -> Result<(), String> {
+    pub fn finish(self) -> Result<(), RecordError> {
         self.file
             .sync_all()
-            .map_err(|e| format!("cannot flush {}: {e}", self.path.display()))
+            .map_err(|e| RecordError::Io(format!("cannot flush {}: {e}", self.path.display())))
     }
 
-    fn rotate(&mut self) -> Result<(), String> {
-        let cannot = |e: String| format!("cannot rotate {}: {e}", self.path.display());
+    fn rotate(&mut self) -> Result<(), RecordError> {
+        let cannot =
+            |e: String| RecordError::Io(format!("cannot rotate {}: {e}", self.path.display()));
         // This recording's own previous part goes; a file someone else put at its name stays.
         if let Some((part, id)) = self.rotated.take()
             && FileId::of(&part).as_ref() == Some(&id)
@@ -166,19 +194,21 @@ fn move_no_replace(from: &Path, to: &Path) -> Result<bool, String> {
     }
 }
 
-fn open_append(path: &Path) -> Result<(File, u64), String> {
+fn open_append(path: &Path) -> Result<(File, u64), RecordError> {
     let file = OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| format!("cannot open {} for recording: {e}", path.display()))?;
+        .map_err(|e| {
+            RecordError::Io(format!("cannot open {} for recording: {e}", path.display()))
+        })?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     Ok((file, len))
 }
 
 /// Refuses to append to a non-empty file whose first line is not this format's. Reads at most
 /// 64 KiB: enough for any header or snapshot start.
-fn check_existing(path: &Path, format: Format) -> Result<(), String> {
+fn check_existing(path: &Path, format: Format) -> Result<(), RecordError> {
     if !path.exists() {
         return Ok(());
     }
@@ -188,7 +218,12 @@ fn check_existing(path: &Path, format: Format) -> Result<(), String> {
     // whose kind is unknown could spoil someone else's data.
     BufReader::new(f.take(64 * 1024))
         .take_first_line(&mut first, 64 * 1024)
-        .map_err(|e| format!("{}: cannot read it to check it: {e}", path.display()))?;
+        .map_err(|e| {
+            RecordError::Io(format!(
+                "{}: cannot read it to check it: {e}",
+                path.display()
+            ))
+        })?;
     if first.is_empty() {
         return Ok(());
     }
@@ -200,7 +235,7 @@ fn check_existing(path: &Path, format: Format) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
+        Err(RecordError::Refused(format!(
             "{} exists and is not a vram-doctor {} recording; choose another file name",
             path.display(),
             if format == Format::Csv {
@@ -208,7 +243,7 @@ fn check_existing(path: &Path, format: Format) -> Result<(), String> {
             } else {
                 "JSON Lines"
             }
-        ))
+        )))
     }
 }
 
@@ -304,18 +339,21 @@ mod tests {
         let path = dir.path().join("notes.csv");
         std::fs::write(&path, "my,precious,data\n").unwrap();
         let err = Recorder::open(&path, 1 << 20).err().unwrap();
-        assert!(err.contains("not a vram-doctor CSV recording"), "{err}");
+        assert!(err.is_bad_input(), "{err}");
+        assert!(
+            err.to_string().contains("not a vram-doctor CSV recording"),
+            "{err}"
+        );
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "my,precious,data\n",
             "untouched"
         );
         let missing_dir = dir.path().join("no/such/dir/x.jsonl");
+        let err = Recorder::open(&missing_dir, 1 << 20).err().unwrap();
         assert!(
-            Recorder::open(&missing_dir, 1 << 20)
-                .err()
-                .unwrap()
-                .contains("cannot open")
+            !err.is_bad_input() && err.to_string().contains("cannot open"),
+            "{err}"
         );
     }
 
@@ -353,7 +391,10 @@ mod tests {
         let e = Recorder::open(Path::new("/dev/zero"), 1 << 20)
             .err()
             .unwrap();
-        assert!(e.contains("character device"), "{e}");
+        assert!(
+            e.is_bad_input() && e.to_string().contains("character device"),
+            "{e}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.jsonl");
         let link = dir.path().join("link.jsonl");

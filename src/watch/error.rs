@@ -23,6 +23,9 @@ pub enum WatchError {
     /// A report file could not be written.
     #[error(transparent)]
     File(#[from] FileError),
+    /// A recording could not be begun.
+    #[error(transparent)]
+    Record(#[from] crate::telemetry::record::RecordError),
 }
 
 impl WatchError {
@@ -32,6 +35,7 @@ impl WatchError {
             WatchError::Refused(_) => true,
             WatchError::Io { .. } | WatchError::Pipes => false,
             WatchError::File(f) => f.is_refusal(),
+            WatchError::Record(r) => r.is_bad_input(),
         }
     }
 }

@@ -252,7 +252,7 @@ impl Watch {
             .iter()
             .map(|p| Recorder::open(p, DEFAULT_MAX_BYTES))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(WatchError::Refused)?;
+            .map_err(WatchError::Record)?;
         let (running, out, err) = process::spawn(spec, io)?;
         let start_ms = now_ms();
         let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
@@ -351,7 +351,7 @@ impl Watch {
     pub fn sample(&mut self, s: &Snapshot) {
         for r in &mut self.recorders {
             if let Err(e) = r.write(s) {
-                self.record_error.get_or_insert(e);
+                self.record_error.get_or_insert(e.to_string());
             }
         }
         self.session.sample(s);
@@ -435,7 +435,7 @@ impl Watch {
         }
         for r in std::mem::take(&mut self.recorders) {
             if let Err(e) = r.finish() {
-                self.record_error.get_or_insert(e);
+                self.record_error.get_or_insert(e.to_string());
             }
         }
         if let Some(e) = self.record_error.take() {

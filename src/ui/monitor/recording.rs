@@ -28,13 +28,13 @@ pub(super) struct Recording {
 impl Recording {
     fn start(path: &std::path::Path) -> Result<Recording, String> {
         Ok(Recording {
-            recorder: Recorder::open(path, DEFAULT_MAX_BYTES)?,
+            recorder: Recorder::open(path, DEFAULT_MAX_BYTES).map_err(|e| e.to_string())?,
             readings: 0,
         })
     }
 
     pub(super) fn write(&mut self, s: &Snapshot) -> Result<(), String> {
-        self.recorder.write(s)?;
+        self.recorder.write(s).map_err(|e| e.to_string())?;
         self.readings += 1;
         Ok(())
     }
@@ -42,7 +42,7 @@ impl Recording {
     /// Flushes and closes the file: the path and how many readings went in.
     pub(super) fn stop(self) -> Result<(PathBuf, u64), String> {
         let path = self.recorder.path().to_path_buf();
-        self.recorder.finish()?;
+        self.recorder.finish().map_err(|e| e.to_string())?;
         Ok((path, self.readings))
     }
 }
