@@ -385,7 +385,11 @@ fn fuzz_paths_that_are_not_regular_files() {
             vram_doctor::atomic_write::write_atomic(&q, "x").map_err(String::from)
         });
         let q = p.clone();
-        let recorded = within_10s("record", move || Recorder::open(&q, 1 << 20).map(drop));
+        let recorded = within_10s("record", move || {
+            Recorder::open(&q, 1 << 20)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
         for (what, r) in [("write_atomic", wrote), ("record", recorded)] {
             match r {
                 Err(e) => assert!(!e.contains('\n'), "{what} {}: {e}", p.display()),
