@@ -270,6 +270,10 @@ impl Pass<'_> {
     fn read_device(&mut self, dev: &Device, index: u32, cache: &mut DeviceCache) -> GpuSample {
         let mut lost = false;
         let memory = opt(memory(self.nvml, dev, self.memory_v1), &mut lost);
+        // The processes right after the memory they add up to: NVML answers each call on its
+        // own, so a process that allocates between the two reads makes the card's figure
+        // smaller than its processes' (seen under load with the rest of the calls in between).
+        let processes = self.processes(dev, &mut lost);
         if cache.name.is_none() {
             cache.name = opt(dev.name(), &mut lost);
         }
@@ -303,7 +307,7 @@ impl Pass<'_> {
             pcie_rx_kbps: cache.pcie.0,
             pcie_tx_kbps: cache.pcie.1,
             throttle: opt(dev.current_throttle_reasons(), &mut lost).map(throttle_reasons),
-            processes: self.processes(dev, &mut lost),
+            processes,
         };
         if lost {
             return GpuSample {
