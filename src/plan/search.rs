@@ -121,15 +121,12 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
         .collect();
     // The choices: 4 bits per group, 0 = none, i + 1 = option i.
     debug_assert!(groups.len() * 4 <= CHOICE_BITS as usize && groups.iter().all(|g| g.len() < 16));
-    let chosen_of = |choice: u64| -> Vec<&Strategy> {
-        groups
-            .iter()
-            .enumerate()
-            .filter_map(|(gi, g)| match (choice >> (4 * gi)) & 0xf {
-                0 => None,
-                i => g.get(i as usize - 1),
-            })
-            .collect()
+    // (group, option) of each group a combination takes something of, in group order.
+    let picks = |choice: u64| {
+        (0..groups.len()).filter_map(move |gi| match (choice >> (4 * gi)) & 0xf {
+            0 => None,
+            i => Some((gi, i as usize - 1)),
+        })
     };
     // (points, speed, choices) of every combination, group by group in order.
     let mut combos: Vec<(f64, f64, u64)> = vec![(0.0, 1.0, 0)];
@@ -157,7 +154,7 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
         head.sort_unstable();
         for &r in head.iter() {
             let choice = (r as u64) & ((1 << CHOICE_BITS) - 1);
-            let chosen = chosen_of(choice);
+            let chosen: Vec<&Strategy> = picks(choice).map(|(g, i)| &groups[g][i]).collect();
             let Some(b) = fits(&chosen, true, true) else {
                 continue;
             };
@@ -165,14 +162,9 @@ pub fn cheapest_fit(w: &Workload) -> Option<(Candidate, Breakdown)> {
                 continue;
             };
             // The same sums in the same order as when ranked.
-            let (pts, speed) = (0..groups.len()).fold((0.0, 1.0), |(p, sp), gi| {
-                match (choice >> (4 * gi)) & 0xf {
-                    0 => (p, sp),
-                    i => {
-                        let (op, of) = priced[gi][i as usize - 1];
-                        (p + op, sp * of)
-                    }
-                }
+            let (pts, speed) = picks(choice).fold((0.0, 1.0), |(p, sp), (g, i)| {
+                let (op, of) = priced[g][i];
+                (p + op, sp * of)
             });
             return Some((
                 Candidate {

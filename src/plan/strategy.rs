@@ -132,12 +132,10 @@ impl Strategy {
                 n.optimizer_step = OptimizerStep::Foreach;
             }
             Strategy::Packing => {
-                // TRL packs for language modelling (`Workload::resolve`); samples as long as
-                // the rows leave nothing to pack.
-                let mean = n.mean_sample_tokens();
-                if n.packing || n.objective != Objective::CausalLm || mean >= n.seq {
+                if !packable(&n) {
                     return None;
                 }
+                let mean = n.mean_sample_tokens();
                 // Rows for the batch's tokens: the same samples (on average) per micro-batch.
                 let rows = (u64::from(n.batch) * u64::from(mean)).div_ceil(u64::from(n.seq));
                 if rows >= u64::from(n.batch) {
@@ -395,6 +393,12 @@ fn modelled_ratio(w: &Workload, s: &Strategy) -> Option<f64> {
     }
 }
 
+/// Whether packing is left to turn on: TRL packs for language modelling (`Workload::resolve`),
+/// and samples as long as the rows leave nothing to pack.
+fn packable(r: &Run) -> bool {
+    !r.packing && r.objective == Objective::CausalLm && r.mean_sample_tokens() < r.seq
+}
+
 /// The choices the search may combine for a run, grouped so that one option per group is taken.
 pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
     let mut groups: Vec<Vec<Strategy>> = Vec::new();
@@ -461,7 +465,7 @@ pub fn candidate_groups(r: &Run, gpus: u32, fp8: bool) -> Vec<Vec<Strategy>> {
         }
         groups.push(micro);
         // After the micro-batches: it packs the micro-batch they leave.
-        if !r.packing && r.objective == Objective::CausalLm && r.mean_sample_tokens() < r.seq {
+        if packable(r) {
             groups.push(vec![Strategy::Packing]);
         }
         let mut dist = Vec::new();
