@@ -16,7 +16,7 @@ use vram_doctor::ui::{CJK_FONT, Tab, VramDoctorApp};
 
 #[path = "common/app.rs"]
 mod common_app;
-use common_app::app;
+use common_app::{app, click, wait_for};
 
 const REGENERATE: &str = "run `python3 tools/make_cjk_subset.py` (needs fonts-noto-cjk and fonttools, \
 see the README's Languages section) and commit assets/fonts/NotoSansCJKsc-subset.otf";
@@ -786,22 +786,6 @@ fn nothing_english_from_the_ui_shows_in_chinese() {
             }
         }
     };
-    // Some targets appear only after a background thread answered (the monitor's source, the
-    // GPU probe), which takes longer when the whole suite runs at once: wait for them, bounded.
-    let click = |h: &mut Harness<'static, VramDoctorApp>, en: &'static str| {
-        for _ in 0..250 {
-            if h.query_all_by_label(i18n::tr(en)).next().is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            h.run();
-        }
-        h.get_all_by_label(i18n::tr(en))
-            .next()
-            .unwrap_or_else(|| panic!("no {en:?} to click"))
-            .click();
-        h.run();
-    };
     look(&mut h, "planner");
     for kind in ["LLM training", "Diffusion", "Game", "LLM inference"] {
         click(&mut h, kind);
@@ -810,13 +794,7 @@ fn nothing_english_from_the_ui_shows_in_chinese() {
     click(&mut h, "Monitor");
     look(&mut h, "monitor without a GPU");
     click(&mut h, "Show demo data");
-    for _ in 0..100 {
-        h.run();
-        if h.query_by_label_contains("GPU 0").is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for(&mut h, "GPU 0");
     h.run();
     look(&mut h, "monitor with demo data");
     click(&mut h, "Doctor");

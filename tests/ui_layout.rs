@@ -17,7 +17,7 @@ use vram_doctor::ui::{Tab, VramDoctorApp};
 
 #[path = "common/app.rs"]
 mod common_app;
-use common_app::{app_with, click, wait_for};
+use common_app::{app_with, click, read_in_doctor, wait_for};
 
 fn window(size: [f32; 2], lang: Lang) -> Harness<'static, VramDoctorApp> {
     let mut h = app_with(
@@ -318,13 +318,7 @@ fn walk(size: [f32; 2], lang: Lang) -> Vec<String> {
     look(&mut h, "monitor with demo data");
     click(&mut h, "Doctor");
     look(&mut h, "doctor");
-    h.get_by_role(Role::MultilineTextInput).click();
-    h.run();
-    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
-    h.run();
-    click(&mut h, "Read message");
-    let recognised = i18n::tr_in(lang, "Recognised: {names}").to_string();
-    wait_for(&mut h, recognised.split('{').next().unwrap());
+    read_in_doctor(&mut h, OOM);
     look(&mut h, "doctor after a pasted OOM");
     click(&mut h, "Catalog");
     for shelf in ["GPUs", "Models", "Image models", "Games"] {

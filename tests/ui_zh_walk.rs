@@ -23,7 +23,7 @@ use vram_doctor::ui::{Tab, VramDoctorApp};
 
 #[path = "common/app.rs"]
 mod common_app;
-use common_app::{click, wait_for};
+use common_app::{click, read_in_doctor, wait_for};
 
 /// The beginner's fine-tune OOM of issue 22, as PyTorch prints it.
 const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 \
@@ -345,13 +345,7 @@ fn the_chinese_walk_finds_no_english_sentence() {
     h.run();
     look(&mut h, "monitor with demo data", &mut seen);
     click(&mut h, "Doctor");
-    h.get_by_role(Role::MultilineTextInput).click();
-    h.run();
-    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
-    h.run();
-    click(&mut h, "Read message");
-    let recognised = i18n::tr_in(Lang::SimplifiedChinese, "Recognised: {names}");
-    wait_for(&mut h, recognised.split('{').next().unwrap());
+    read_in_doctor(&mut h, OOM);
     look(&mut h, "doctor after a pasted OOM", &mut seen);
     click(&mut h, "Catalog");
     for shelf in ["Models", "Games", "GPUs"] {
@@ -464,12 +458,7 @@ fn switching_to_chinese_says_what_is_shown_again() {
         h.run();
     };
     en(&mut h, "Doctor");
-    h.get_by_role(Role::MultilineTextInput).click();
-    h.run();
-    h.get_by_role(Role::MultilineTextInput).type_text(OOM);
-    h.run();
-    en(&mut h, "Read message");
-    wait_for(&mut h, "Recognised: ");
+    read_in_doctor(&mut h, OOM);
     en(&mut h, "Monitor");
     en(&mut h, "Show demo data");
     wait_for(&mut h, "GPU 0");

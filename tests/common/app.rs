@@ -88,3 +88,17 @@ pub fn click(h: &mut Harness<'static, VramDoctorApp>, en: &str) {
     h.get_all_by_label(&shown).next().unwrap().click();
     h.run();
 }
+
+/// On the doctor's tab: types `message` into its box and reads it, until the answer is shown
+/// (the reading runs on a thread).
+pub fn read_in_doctor(h: &mut Harness<'static, VramDoctorApp>, message: &str) {
+    use egui::accesskit::Role;
+    use egui_kittest::kittest::Queryable;
+    h.get_by_role(Role::MultilineTextInput).click();
+    h.run();
+    h.get_by_role(Role::MultilineTextInput).type_text(message);
+    h.run();
+    click(h, "Read message");
+    let recognised = vram_doctor::ui::i18n::tr_in(h.state().state.lang, "Recognised: {names}");
+    wait_for(h, recognised.split('{').next().unwrap());
+}
